@@ -1,0 +1,125 @@
+/* baton/baton.h - the dynamic API: locks named by a spec string.
+ *
+ *   baton_lock_t *l = baton_lock_new("mcs:spinpark");
+ *   baton_lock(l);  ...critical section...  baton_unlock(l);
+ *   baton_execute(l, fn, ctx);               // run fn(ctx) under mutual exclusion
+ *   baton_delegate(l, fn, &args, sizeof args); // detached: args are copied
+ *   baton_lock_free(l);
+ *
+ * Spec grammar:   kind[:wait][,key=value]...
+ *   kind   one of the registered kinds (baton_kinds() lists them)
+ *   wait   spin | backoff | yield | park | spinpark | monitor | auto
+ *          (only for kinds that take a wait policy; default per kind)
+ *   key    a kind option, or one of the options every kind takes:
+ *            check=0|1   track the owner and report misuse (EPERM, EBUSY)
+ *                        even for kinds that do not track it themselves;
+ *                        on by default in debug builds (BATON_DEBUG).
+ * A NULL or empty spec, or "default", names the default kind ("relay").
+ * Whitespace is not allowed.  Example: "relay:spinpark,slice_us=100".
+ *
+ * Errors.  baton_lock_new() returns NULL and sets errno (EINVAL for a bad
+ * spec, ENOTSUP for a wait policy the CPU lacks, ENOMEM); baton_last_error()
+ * then returns a message that lists what is valid.  Lock operations return
+ * 0 or a POSIX error number:
+ *   baton_trylock  EBUSY   the lock is held (by anyone, the caller included)
+ *   baton_unlock   EPERM   the caller does not hold the lock: reported by the
+ *                          kinds that track their owner (caps has
+ *                          BATON_CAP_OWNER: mcs, clh, onespinner, relay) and by
+ *                          every kind when check=1.  For the others, unlocking
+ *                          a lock you do not hold is undefined, as with a
+ *                          PTHREAD_MUTEX_NORMAL mutex.
+ *   baton_lock_free EBUSY  the lock is held; nothing is freed.
+ *   baton_delegate EINVAL  args larger than BATON_ARGS_MAX.
+ *
+ * Thread safety.  All calls may be made from any thread.  A thread may hold
+ * many locks at once and release them in any order.  Locks are not
+ * recursive: locking a lock you hold deadlocks (reported as EDEADLK by
+ * baton_lock/baton_execute when check=1).
+ *
+ * Fairness is per kind: FIFO kinds (caps has BATON_CAP_FIFO) grant the lock
+ * in arrival order; relay is fair over windows longer than its slice; tas,
+ * ttas and pthread make no promise.
+ */
+#ifndef BATON_BATON_H
+#define BATON_BATON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef BATON_API
+#if defined(__GNUC__)
+#define BATON_API __attribute__((visibility("default")))
+#else
+#define BATON_API
+#endif
+#endif
+
+#define BATON_VERSION_MAJOR 0
+#define BATON_VERSION_MINOR 1
+#define BATON_VERSION_PATCH 0
+
+/* Largest argument block baton_delegate() copies. */
+#define BATON_ARGS_MAX 64
+
+typedef struct baton_lock baton_lock_t;
+typedef void (*baton_fn)(void *ctx);
+
+/* Capabilities of a kind. */
+enum {
+    BATON_CAP_LOCK     = 1u << 0, /* lock / unlock */
+    BATON_CAP_TRYLOCK  = 1u << 1,
+    BATON_CAP_EXECUTE  = 1u << 2, /* baton_execute */
+    BATON_CAP_DELEGATE = 1u << 3, /* baton_delegate */
+    BATON_CAP_WAIT     = 1u << 4, /* takes a wait policy */
+    BATON_CAP_OWNER    = 1u << 5, /* tracks its owner: EPERM without check=1 */
+    BATON_CAP_FIFO     = 1u << 6, /* grants in arrival order */
+    BATON_CAP_NOCOLLAPSE = 1u << 7 /* designed not to collapse when threads outnumber cores */
+};
+
+typedef struct baton_kind_info {
+    const char *name;
+    const char *summary;     /* one line */
+    unsigned caps;           /* BATON_CAP_* */
+    unsigned waits;          /* accepted wait policies: bit k = baton_wait_kind k */
+    const char *default_wait;/* policy used when the spec names none ("-" if none) */
+    const char *options;     /* "key=<range> ..." the kind accepts, "" if none */
+} baton_kind_info_t;
+
+BATON_API baton_lock_t *baton_lock_new(const char *spec);
+BATON_API int baton_lock_free(baton_lock_t *lock);
+
+BATON_API int baton_lock(baton_lock_t *lock);
+BATON_API int baton_trylock(baton_lock_t *lock);
+BATON_API int baton_unlock(baton_lock_t *lock);
+
+/* Run fn(ctx) under mutual exclusion; returns after fn has run. */
+BATON_API int baton_execute(baton_lock_t *lock, baton_fn fn, void *ctx);
+/* Run fn on a copy of args[0..size) under mutual exclusion.  Returns once
+ * the operation is accepted; operations delegated to one lock run in the
+ * order they were accepted.  For mutex kinds it runs before returning. */
+BATON_API int baton_delegate(baton_lock_t *lock, baton_fn fn, const void *args, size_t size);
+
+/* The canonical spec of a lock (wait policy resolved, options spelled out). */
+BATON_API const char *baton_lock_spec(const baton_lock_t *lock);
+/* The kind's registry entry. */
+BATON_API const baton_kind_info_t *baton_lock_kind(const baton_lock_t *lock);
+
+/* Every registered kind, in registry order; returns the count. */
+BATON_API size_t baton_kinds(const baton_kind_info_t **list);
+/* The names of every wait policy, for listings ("spin", ..., "auto"). */
+BATON_API const char *baton_wait_policy_name(unsigned kind);
+
+/* The last error message of the calling thread ("" if none). */
+BATON_API const char *baton_last_error(void);
+
+/* Library version string, e.g. "0.1.0". */
+BATON_API const char *baton_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BATON_BATON_H */

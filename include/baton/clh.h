@@ -1,0 +1,39 @@
+/* baton/clh.h - CLH queue lock (typed API).
+ *
+ * Craig, Landin and Hagersten: each arriving thread swaps its own node into
+ * the tail and waits on its predecessor's node; on release it clears its
+ * node and adopts the predecessor's node for its next acquisition.  FIFO.
+ * The tail word packs a node index with the node's enqueue generation, so
+ * trylock's compare-and-swap cannot be fooled by a recycled node (ABA).
+ *
+ * Owner: tracked (EPERM).  Fairness: FIFO.
+ */
+#ifndef BATON_CLH_H
+#define BATON_CLH_H
+
+#include <baton/wait.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct baton_qnode;
+
+typedef struct baton_clh {
+    _Alignas(BATON_CACHELINE) _Atomic uint64_t tail; /* generation << 32 | node index */
+    _Atomic(struct baton_qnode *) holder;            /* holder's node (holder only) */
+    struct baton_qnode *pred;                        /* holder's predecessor node (holder only) */
+    baton_wait_t wait;
+} baton_clh_t;
+
+BATON_API int baton_clh_init(baton_clh_t *l, const baton_wait_t *wait); /* wait NULL: spin */
+BATON_API int baton_clh_destroy(baton_clh_t *l);
+BATON_API void baton_clh_lock(baton_clh_t *l);
+BATON_API int baton_clh_trylock(baton_clh_t *l);
+BATON_API int baton_clh_unlock(baton_clh_t *l);
+BATON_API int baton_clh_is_locked(baton_clh_t *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,39 @@
+/* baton/mcs.h - MCS queue lock (typed API).
+ *
+ * Mellor-Crummey and Scott: waiters form a linked queue; each spins (or
+ * waits by its policy) on a flag in its own queue node, and the holder hands
+ * the lock to its successor by writing that flag.  FIFO, one remote write
+ * per handoff.  Queue nodes come from a per-thread pool (no per-lock arrays,
+ * no maximum thread count); a thread may hold many MCS locks at once and
+ * release them in any order.
+ *
+ * Owner: tracked (unlock by a non-owner returns EPERM).  Fairness: FIFO.
+ */
+#ifndef BATON_MCS_H
+#define BATON_MCS_H
+
+#include <baton/wait.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct baton_qnode;
+
+typedef struct baton_mcs {
+    _Alignas(BATON_CACHELINE) _Atomic(struct baton_qnode *) tail;
+    _Atomic(struct baton_qnode *) holder; /* the holder's node; written only by the holder */
+    baton_wait_t wait;
+} baton_mcs_t;
+
+BATON_API int baton_mcs_init(baton_mcs_t *l, const baton_wait_t *wait); /* wait NULL: spin */
+BATON_API int baton_mcs_destroy(baton_mcs_t *l);
+BATON_API void baton_mcs_lock(baton_mcs_t *l);
+BATON_API int baton_mcs_trylock(baton_mcs_t *l);
+BATON_API int baton_mcs_unlock(baton_mcs_t *l);
+BATON_API int baton_mcs_is_locked(baton_mcs_t *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,107 @@
+/* registry.c - the one table that names every lock kind.
+ *
+ * Adding a kind: write src/locks/<name>.c with its algorithm and, at the
+ * bottom, its `const baton_kind_t baton_kind_<name>`; declare it in
+ * src/locks/kind.h; add it to `kinds` below; add the file to CMakeLists.txt.
+ * The stress suite, the unit tests and `baton bench` pick it up from here.
+ */
+#include "registry.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static const baton_kind_t *const kinds[] = {
+    &baton_kind_tas,
+    &baton_kind_ttas,
+    &baton_kind_ticket,
+    &baton_kind_mcs,
+    &baton_kind_clh,
+    &baton_kind_onespinner,
+    &baton_kind_relay,
+    &baton_kind_pthread,
+};
+
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+/* The default kind: what "default", "" and NULL name. */
+#define DEFAULT_KIND "relay"
+
+static baton_kind_info_t infos[NKINDS];
+static char option_text[NKINDS][256];
+static pthread_once_t infos_once = PTHREAD_ONCE_INIT;
+
+static void build_infos(void)
+{
+    for (size_t i = 0; i < NKINDS; i++) {
+        const baton_kind_t *k = kinds[i];
+        char *p = option_text[i];
+        size_t left = sizeof option_text[i];
+        p[0] = '\0';
+        for (size_t j = 0; j < k->noptions; j++) {
+            int n = snprintf(p, left, "%s%s=<%llu..%llu, default %llu>", j ? " " : "",
+                             k->options[j].name, (unsigned long long)k->options[j].min,
+                             (unsigned long long)k->options[j].max,
+                             (unsigned long long)k->options[j].def);
+            if (n < 0 || (size_t)n >= left)
+                break;
+            p += n;
+            left -= (size_t)n;
+        }
+        infos[i] = (baton_kind_info_t){
+            .name = k->name,
+            .summary = k->summary,
+            .caps = k->caps,
+            .waits = k->waits,
+            .default_wait = k->default_wait == BATON_NO_WAIT ? "-" : baton_wait_name(k->default_wait),
+            .options = option_text[i],
+        };
+    }
+}
+
+size_t baton_kinds(const baton_kind_info_t **list)
+{
+    pthread_once(&infos_once, build_infos);
+    if (list)
+        *list = infos;
+    return NKINDS;
+}
+
+const baton_kind_info_t *baton_registry_info(const baton_kind_t *k)
+{
+    pthread_once(&infos_once, build_infos);
+    for (size_t i = 0; i < NKINDS; i++)
+        if (kinds[i] == k)
+            return &infos[i];
+    return NULL;
+}
+
+const baton_kind_t *baton_registry_find(const char *name, size_t len)
+{
+    if (len == 0 || (len == 7 && memcmp(name, "default", 7) == 0)) {
+        name = DEFAULT_KIND;
+        len = strlen(DEFAULT_KIND);
+    }
+    for (size_t i = 0; i < NKINDS; i++)
+        if (strlen(kinds[i]->name) == len && memcmp(kinds[i]->name, name, len) == 0)
+            return kinds[i];
+    return NULL;
+}
+
+size_t baton_registry_names(char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NKINDS; i++) {
+        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", kinds[i]->name);
+        if (n < 0 || (size_t)n >= size - used)
+            break;
+        used += (size_t)n;
+    }
+    return used;
+}
+
+const char *baton_wait_policy_name(unsigned kind)
+{
+    return baton_wait_name((baton_wait_kind)kind);
+}

@@ -1,0 +1,17 @@
+/* registry.h - lookup in the one table of kinds. */
+#ifndef BATON_CORE_REGISTRY_H
+#define BATON_CORE_REGISTRY_H
+
+#include "../locks/kind.h"
+
+const baton_kind_t *baton_registry_find(const char *name, size_t len);
+const baton_kind_info_t *baton_registry_info(const baton_kind_t *k);
+/* "tas, ttas, ..." into buf; returns the length. */
+size_t baton_registry_names(char *buf, size_t size);
+
+/* Parse a spec into a kind and options; on error returns an errno value and
+ * sets the last-error message.  `canon` receives the canonical spec. */
+int baton_spec_parse(const char *spec, const baton_kind_t **kind, baton_opts_t *opts,
+                     char *canon, size_t canon_size);
+
+#endif

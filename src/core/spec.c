@@ -1,0 +1,151 @@
+/* spec.c - parse "kind[:wait][,key=value...]" (grammar in baton/baton.h). */
+#include "registry.h"
+#include "error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef BATON_DEBUG
+#define BATON_DEBUG 0
+#endif
+
+static void list_waits(char *buf, size_t size, unsigned mask)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (unsigned k = 0; k < BATON_WAIT_KINDS; k++) {
+        if (!(mask & BATON_WAIT_BIT(k)))
+            continue;
+        int n = snprintf(buf + used, size - used, "%s, ", baton_wait_name((baton_wait_kind)k));
+        if (n < 0 || (size_t)n >= size - used)
+            return;
+        used += (size_t)n;
+    }
+    snprintf(buf + used, size - used, "auto");
+}
+
+static void list_options(char *buf, size_t size, const baton_kind_t *k)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t j = 0; j < k->noptions; j++) {
+        int n = snprintf(buf + used, size - used, "%s=<%llu..%llu>, ", k->options[j].name,
+                         (unsigned long long)k->options[j].min,
+                         (unsigned long long)k->options[j].max);
+        if (n < 0 || (size_t)n >= size - used)
+            return;
+        used += (size_t)n;
+    }
+    snprintf(buf + used, size - used, "check=<0|1>");
+}
+
+static int parse_uint(const char *s, size_t len, uint64_t *out)
+{
+    if (len == 0 || len > 19)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10u + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int baton_spec_parse(const char *spec, const baton_kind_t **kindp, baton_opts_t *o, char *canon,
+                     size_t canon_size)
+{
+    char valid[512];
+    if (spec == NULL)
+        spec = "";
+    memset(o, 0, sizeof *o);
+    o->check = BATON_DEBUG;
+
+    size_t klen = strcspn(spec, ":,");
+    const baton_kind_t *k = baton_registry_find(spec, klen);
+    if (!k) {
+        baton_registry_names(valid, sizeof valid);
+        return baton_fail(EINVAL, "unknown lock kind '%.*s'; valid kinds: %s", (int)klen, spec, valid);
+    }
+    const char *p = spec + klen;
+
+    int wait = k->default_wait;
+    if (*p == ':') {
+        p++;
+        size_t wlen = strcspn(p, ",");
+        if (!(k->caps & BATON_CAP_WAIT))
+            return baton_fail(EINVAL, "lock kind '%s' takes no wait policy (got '%.*s')", k->name,
+                              (int)wlen, p);
+        wait = baton_wait_parse(p, wlen);
+        if (wait < 0 || (wait != BATON_WAIT_AUTO && !(k->waits & BATON_WAIT_BIT(wait)))) {
+            list_waits(valid, sizeof valid, k->waits);
+            return baton_fail(EINVAL, "unknown wait policy '%.*s' for '%s'; valid policies: %s",
+                              (int)wlen, p, k->name, valid);
+        }
+        p += wlen;
+    }
+
+    for (size_t j = 0; j < k->noptions; j++)
+        o->value[j] = k->options[j].def;
+    while (*p == ',') {
+        p++;
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len);
+        size_t nlen = eq ? (size_t)(eq - p) : len;
+        uint64_t v = 0;
+        if (!eq || parse_uint(eq + 1, len - nlen - 1, &v) != 0) {
+            list_options(valid, sizeof valid, k);
+            return baton_fail(EINVAL, "bad option '%.*s' for '%s': expected key=<unsigned>; valid options: %s",
+                              (int)len, p, k->name, valid);
+        }
+        if (nlen == 5 && memcmp(p, "check", 5) == 0 && v <= 1) {
+            o->check = (int)v;
+        } else {
+            size_t j = 0;
+            while (j < k->noptions && !(strlen(k->options[j].name) == nlen &&
+                                        memcmp(k->options[j].name, p, nlen) == 0))
+                j++;
+            if (j == k->noptions || v < k->options[j].min || v > k->options[j].max) {
+                list_options(valid, sizeof valid, k);
+                return baton_fail(EINVAL, "%s option '%.*s' for '%s'; valid options: %s",
+                                  j == k->noptions ? "unknown" : "out-of-range", (int)len, p,
+                                  k->name, valid);
+            }
+            o->value[j] = v;
+        }
+        p += len;
+    }
+    if (*p != '\0')
+        return baton_fail(EINVAL, "unexpected '%s' in lock spec '%s' (grammar: kind[:wait][,key=value...])",
+                          p, spec);
+
+    if (k->caps & BATON_CAP_WAIT) {
+        int rc = baton_wait_init(&o->wait, (baton_wait_kind)wait);
+        if (rc == ENOTSUP)
+            return baton_fail(ENOTSUP, "wait policy 'monitor' needs UMONITOR/UMWAIT (waitpkg) or "
+                                       "MONITORX/MWAITX, and this CPU has neither; use 'auto' to "
+                                       "pick the best available");
+        if (rc != 0)
+            return baton_fail(rc, "cannot initialise wait policy for '%s'", k->name);
+    }
+
+    /* Canonical form: kind, resolved policy, options that differ from their
+     * defaults, check if on. */
+    int n = (k->caps & BATON_CAP_WAIT)
+                ? snprintf(canon, canon_size, "%s:%s", k->name, baton_wait_name(o->wait.kind))
+                : snprintf(canon, canon_size, "%s", k->name);
+    size_t used = n > 0 ? (size_t)n : 0;
+    for (size_t j = 0; j < k->noptions && used < canon_size; j++)
+        if (o->value[j] != k->options[j].def) {
+            n = snprintf(canon + used, canon_size - used, ",%s=%llu", k->options[j].name,
+                         (unsigned long long)o->value[j]);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    if (o->check && used < canon_size)
+        snprintf(canon + used, canon_size - used, ",check=1");
+    *kindp = k;
+    return 0;
+}

@@ -1,0 +1,148 @@
+/* thread.c - the node arena and per-thread pools (see thread.h). */
+#include "thread.h"
+#include "error.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The arena: a directory of chunks.  CHUNK_NODES nodes per chunk (128 KiB);
+ * DIR_CHUNKS chunks give 2^26 records, far more than any process has threads
+ * times locks in flight.  The directory is static and zero: untouched pages
+ * cost no memory. */
+#define CHUNK_SHIFT 10
+#define CHUNK_NODES (1u << CHUNK_SHIFT)
+#define DIR_CHUNKS (1u << 16)
+
+static _Atomic(baton_qnode_t *) dir[DIR_CHUNKS];
+static uint32_t next_index;                   /* under arena_mutex */
+static baton_qnode_t *free_nodes;             /* under arena_mutex */
+static baton_qnode_t *free_monitors;          /* under arena_mutex */
+static pthread_mutex_t arena_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+struct thread_state {
+    baton_qnode_t *pool;
+    baton_qnode_t *monitor;
+};
+
+static _Thread_local struct thread_state *tls_state __attribute__((tls_model("initial-exec")));
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+baton_qnode_t *baton_qnode_at(uint32_t index)
+{
+    /* Acquire pairs with the release that published the chunk. */
+    baton_qnode_t *chunk = atomic_load_explicit(&dir[index >> CHUNK_SHIFT], memory_order_acquire);
+    return &chunk[index & (CHUNK_NODES - 1u)];
+}
+
+/* Take a record from `*list`, or carve a new one.  Caller holds arena_mutex. */
+static baton_qnode_t *arena_take(baton_qnode_t **list)
+{
+    baton_qnode_t *n = *list;
+    if (n) {
+        *list = n->pool_next;
+        n->pool_next = NULL;
+        return n;
+    }
+    uint32_t idx = next_index;
+    uint32_t c = idx >> CHUNK_SHIFT;
+    if (c >= DIR_CHUNKS) {
+        fprintf(stderr, "baton: queue-node arena exhausted (%u records)\n", idx);
+        abort();
+    }
+    baton_qnode_t *chunk = atomic_load_explicit(&dir[c], memory_order_relaxed);
+    if (!chunk) {
+        chunk = aligned_alloc(BATON_CACHELINE, sizeof(baton_qnode_t) * CHUNK_NODES);
+        if (!chunk) {
+            fprintf(stderr, "baton: out of memory for queue nodes\n");
+            abort();
+        }
+        memset(chunk, 0, sizeof(baton_qnode_t) * CHUNK_NODES);
+        for (uint32_t i = 0; i < CHUNK_NODES; i++)
+            chunk[i].index = (c << CHUNK_SHIFT) | i;
+        /* Release pairs with the acquire in baton_qnode_at(). */
+        atomic_store_explicit(&dir[c], chunk, memory_order_release);
+    }
+    next_index++;
+    return &chunk[idx & (CHUNK_NODES - 1u)];
+}
+
+static void thread_exit(void *arg)
+{
+    struct thread_state *ts = arg;
+    pthread_mutex_lock(&arena_mutex);
+    while (ts->pool) {
+        baton_qnode_t *n = ts->pool;
+        ts->pool = n->pool_next;
+        n->pool_next = free_nodes;
+        free_nodes = n;
+    }
+    if (ts->monitor) {
+        ts->monitor->pool_next = free_monitors;
+        free_monitors = ts->monitor;
+    }
+    pthread_mutex_unlock(&arena_mutex);
+    free(ts);
+    tls_state = NULL;
+}
+
+static void make_key(void)
+{
+    if (pthread_key_create(&exit_key, thread_exit) != 0) {
+        fprintf(stderr, "baton: pthread_key_create failed\n");
+        abort();
+    }
+}
+
+static struct thread_state *state(void)
+{
+    struct thread_state *ts = tls_state;
+    if (BATON_LIKELY(ts != NULL))
+        return ts;
+    pthread_once(&key_once, make_key);
+    ts = calloc(1, sizeof *ts);
+    if (!ts) {
+        fprintf(stderr, "baton: out of memory for thread state\n");
+        abort();
+    }
+    tls_state = ts;
+    pthread_setspecific(exit_key, ts);
+    return ts;
+}
+
+baton_qnode_t *baton_qnode_get(void)
+{
+    struct thread_state *ts = state();
+    baton_qnode_t *n = ts->pool;
+    if (BATON_LIKELY(n != NULL)) {
+        ts->pool = n->pool_next;
+    } else {
+        pthread_mutex_lock(&arena_mutex);
+        n = arena_take(&free_nodes);
+        pthread_mutex_unlock(&arena_mutex);
+    }
+    n->pool_next = NULL;
+    atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
+    return n;
+}
+
+void baton_qnode_put(baton_qnode_t *n)
+{
+    struct thread_state *ts = state();
+    n->pool_next = ts->pool;
+    ts->pool = n;
+}
+
+baton_qnode_t *baton_thread_monitor(void)
+{
+    struct thread_state *ts = state();
+    if (BATON_LIKELY(ts->monitor != NULL))
+        return ts->monitor;
+    pthread_mutex_lock(&arena_mutex);
+    ts->monitor = arena_take(&free_monitors);
+    pthread_mutex_unlock(&arena_mutex);
+    return ts->monitor;
+}

@@ -1,0 +1,49 @@
+/* thread.h - per-thread state: queue nodes and 1spinner monitors.
+ *
+ * Queue nodes (MCS, CLH, relay) and 1spinner monitors live in one arena of
+ * cache-line-sized records, each with a stable 32-bit index, so that lock
+ * words can name a node in 32 bits next to a 32-bit generation.  Records are
+ * never returned to the system: a waiter may still read a predecessor's
+ * record after that thread has exited, and futex wakes may target a record
+ * that was just recycled (harmless: the wait loops re-check).  Each thread
+ * keeps a free list of nodes; at thread exit its nodes go back to a global
+ * free list.  Monitors are recycled only as monitors, and their generation
+ * is never reset, which is what 1spinner's predecessor check relies on.
+ */
+#ifndef BATON_CORE_THREAD_H
+#define BATON_CORE_THREAD_H
+
+#include <baton/atomic.h>
+#include <stdint.h>
+
+typedef struct baton_qnode {
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t state; /* waited-on word */
+    uint32_t gen;                                     /* bumped by each enqueuer (CLH) */
+    _Atomic(struct baton_qnode *) next;               /* successor (MCS, relay) */
+    _Atomic uintptr_t owner;                          /* token of the thread using it */
+    struct baton_qnode *pool_next;                    /* free-list link */
+    uint32_t index;                                   /* position in the arena */
+} baton_qnode_t;
+
+_Static_assert(sizeof(baton_qnode_t) == BATON_CACHELINE, "one queue node per cache line");
+
+/* A node from the calling thread's pool (allocated on demand). */
+baton_qnode_t *baton_qnode_get(void);
+/* Give a node back to the calling thread's pool. */
+void baton_qnode_put(baton_qnode_t *n);
+/* The node with a given index (which must have been handed out). */
+baton_qnode_t *baton_qnode_at(uint32_t index);
+/* The calling thread's 1spinner monitor (state = generation). */
+baton_qnode_t *baton_thread_monitor(void);
+
+/* A token naming the calling thread, unique among live threads, never 0 and
+ * always even. */
+static inline uintptr_t baton_self_token(void);
+
+#include <pthread.h>
+static inline uintptr_t baton_self_token(void)
+{
+    return (uintptr_t)pthread_self();
+}
+
+#endif

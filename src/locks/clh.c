@@ -1,0 +1,136 @@
+/* clh.c - CLH queue lock.  See baton/clh.h.
+ *
+ * T. Craig, "Building FIFO and priority-queuing spin locks from atomic
+ * swap", 1993; A. Magnusson, A. Landin, E. Hagersten, "Queue locks on cache
+ * coherent multiprocessors", IPPS 1994.
+ *
+ * A node's state is CLH_HELD while its owner holds or waits for the lock and
+ * CLH_RELEASED after the owner's unlock.  The lock owns one node (initially
+ * a released dummy); each acquisition swaps a node in and adopts the
+ * predecessor's node on release, so node ownership moves between threads.
+ */
+#include <baton/clh.h>
+#include "../core/thread.h"
+
+#include <errno.h>
+
+enum { CLH_RELEASED = 0, CLH_HELD = 1 };
+
+static inline uint64_t pack(baton_qnode_t *n)
+{
+    return ((uint64_t)n->gen << 32) | n->index;
+}
+
+static inline baton_qnode_t *unpack(uint64_t t)
+{
+    return baton_qnode_at((uint32_t)t);
+}
+
+int baton_clh_init(baton_clh_t *l, const baton_wait_t *wait)
+{
+    baton_qnode_t *dummy = baton_qnode_get();
+    atomic_store_explicit(&dummy->state, CLH_RELEASED, memory_order_relaxed);
+    dummy->gen++;
+    /* Plain init: the lock is not shared before init returns. */
+    atomic_init(&l->tail, pack(dummy));
+    atomic_init(&l->holder, NULL);
+    l->pred = NULL;
+    if (wait)
+        l->wait = *wait;
+    else
+        return baton_wait_init(&l->wait, BATON_WAIT_SPIN);
+    return 0;
+}
+
+int baton_clh_is_locked(baton_clh_t *l)
+{
+    baton_qnode_t *t = unpack(baton_load(&l->tail, memory_order_acquire));
+    return (baton_load(&t->state, memory_order_relaxed) & ~BATON_WAIT_PARKED) != CLH_RELEASED;
+}
+
+int baton_clh_destroy(baton_clh_t *l)
+{
+    if (baton_clh_is_locked(l))
+        return EBUSY;
+    /* The released tail node belongs to the lock: recycle it. */
+    baton_qnode_put(unpack(baton_load(&l->tail, memory_order_acquire)));
+    return 0;
+}
+
+static void acquired(baton_clh_t *l, baton_qnode_t *n, baton_qnode_t *pred)
+{
+    l->pred = pred;
+    baton_store(&l->holder, n, memory_order_relaxed); /* only the holder writes it */
+}
+
+void baton_clh_lock(baton_clh_t *l)
+{
+    baton_qnode_t *n = baton_qnode_get();
+    atomic_store_explicit(&n->state, CLH_HELD, memory_order_relaxed);
+    n->gen++;
+    /* acq_rel: release publishes the node's state before a successor reads
+     * it; acquire makes the predecessor node's contents visible. */
+    baton_qnode_t *pred = unpack(baton_xchg(&l->tail, pack(n), memory_order_acq_rel));
+    (void)baton_wait_while_eq(&l->wait, &pred->state, CLH_HELD); /* acquire inside */
+    acquired(l, n, pred);
+}
+
+int baton_clh_trylock(baton_clh_t *l)
+{
+    uint64_t t = baton_load(&l->tail, memory_order_acquire);
+    baton_qnode_t *pred = unpack(t);
+    /* Acquire pairs with the releasing store of the predecessor's owner. */
+    if ((baton_load(&pred->state, memory_order_acquire) & ~BATON_WAIT_PARKED) != CLH_RELEASED)
+        return EBUSY;
+    baton_qnode_t *n = baton_qnode_get();
+    atomic_store_explicit(&n->state, CLH_HELD, memory_order_relaxed);
+    n->gen++;
+    /* The generation in `t` makes this fail if the node was re-enqueued
+     * since we read it, even at the same index. */
+    if (!baton_cas(&l->tail, &t, pack(n), memory_order_acq_rel, memory_order_relaxed)) {
+        n->gen--;
+        baton_qnode_put(n);
+        return EBUSY;
+    }
+    acquired(l, n, pred);
+    return 0;
+}
+
+int baton_clh_unlock(baton_clh_t *l)
+{
+    baton_qnode_t *n = baton_load(&l->holder, memory_order_relaxed);
+    if (BATON_UNLIKELY(n == NULL ||
+                       atomic_load_explicit(&n->owner, memory_order_relaxed) != baton_self_token()))
+        return EPERM;
+    baton_qnode_t *pred = l->pred;
+    baton_store(&l->holder, NULL, memory_order_relaxed);
+    /* Adopt the predecessor's node: nobody references it any more (its
+     * owner released it, and we were its only successor). */
+    baton_qnode_put(pred);
+    atomic_store_explicit(&pred->owner, baton_self_token(), memory_order_relaxed);
+    /* Release pairs with the successor's acquire wait on our node. */
+    baton_wait_store(&l->wait, &n->state, CLH_RELEASED);
+    return 0;
+}
+
+/* --- registry entry ------------------------------------------------------- */
+#include "kind.h"
+
+static int k_init(void *s, const baton_opts_t *o) { return baton_clh_init(s, &o->wait); }
+static int k_destroy(void *s) { return baton_clh_destroy(s); }
+static void k_lock(void *s) { baton_clh_lock(s); }
+static int k_trylock(void *s) { return baton_clh_trylock(s); }
+static int k_unlock(void *s) { return baton_clh_unlock(s); }
+static int k_is_locked(void *s) { return baton_clh_is_locked(s); }
+
+const baton_kind_t baton_kind_clh = {
+    .name = "clh",
+    .summary = "CLH queue lock: FIFO, each waiter waits on its predecessor's node",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
+            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_SPIN,
+    .size = sizeof(baton_clh_t), .align = _Alignof(baton_clh_t),
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked,
+};

@@ -1,0 +1,52 @@
+/* kind.h - what a lock kind is: the thin table of operations every algorithm
+ * fills in at the bottom of its own file, and the registry (src/core/
+ * registry.c) lists.  Optional operations are capability bits, not NULLs
+ * scattered through callers.
+ */
+#ifndef BATON_LOCKS_KIND_H
+#define BATON_LOCKS_KIND_H
+
+#include <baton/baton.h>
+#include <baton/wait.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BATON_KIND_MAX_OPTIONS 8
+#define BATON_NO_WAIT 0xfe /* default_wait of kinds that take no policy */
+
+typedef struct baton_option_desc {
+    const char *name;
+    uint64_t min, max, def;
+    const char *help;
+} baton_option_desc_t;
+
+/* The parsed spec, as a kind's init sees it. */
+typedef struct baton_opts {
+    baton_wait_t wait;          /* resolved policy (kinds with BATON_CAP_WAIT) */
+    uint64_t value[BATON_KIND_MAX_OPTIONS]; /* kind options, in table order */
+    int check;                  /* owner checking requested */
+} baton_opts_t;
+
+typedef struct baton_kind {
+    const char *name;
+    const char *summary;
+    unsigned caps;               /* BATON_CAP_* */
+    unsigned waits;              /* accepted policies (BATON_WAIT_BIT) */
+    uint8_t default_wait;        /* baton_wait_kind, BATON_WAIT_AUTO or BATON_NO_WAIT */
+    size_t size, align;          /* of the lock state */
+    const baton_option_desc_t *options;
+    size_t noptions;
+    int (*init)(void *state, const baton_opts_t *o);
+    int (*destroy)(void *state); /* 0, or EBUSY if held */
+    void (*lock)(void *state);
+    int (*trylock)(void *state); /* 0 or EBUSY */
+    int (*unlock)(void *state);  /* 0 or EPERM */
+    int (*is_locked)(void *state);
+} baton_kind_t;
+
+/* Every kind, defined at the bottom of its algorithm's file. */
+extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, baton_kind_mcs,
+    baton_kind_clh, baton_kind_onespinner, baton_kind_relay, baton_kind_pthread;
+
+#endif

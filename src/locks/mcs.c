@@ -1,0 +1,130 @@
+/* mcs.c - MCS queue lock.  See baton/mcs.h.
+ *
+ * J. M. Mellor-Crummey and M. L. Scott, "Algorithms for Scalable
+ * Synchronization on Shared-Memory Multiprocessors", ACM TOCS 9(1), 1991.
+ *
+ * Node states (the waited-on word): MCS_WAITING until the predecessor hands
+ * over, then MCS_GRANTED.
+ */
+#include <baton/mcs.h>
+#include "../core/thread.h"
+
+#include <errno.h>
+#include <sched.h>
+
+enum { MCS_GRANTED = 0, MCS_WAITING = 1 };
+
+int baton_mcs_init(baton_mcs_t *l, const baton_wait_t *wait)
+{
+    atomic_init(&l->tail, NULL);
+    atomic_init(&l->holder, NULL);
+    if (wait)
+        l->wait = *wait;
+    else
+        return baton_wait_init(&l->wait, BATON_WAIT_SPIN);
+    return 0;
+}
+
+int baton_mcs_is_locked(baton_mcs_t *l)
+{
+    return baton_load(&l->tail, memory_order_relaxed) != NULL;
+}
+
+int baton_mcs_destroy(baton_mcs_t *l)
+{
+    return baton_mcs_is_locked(l) ? EBUSY : 0;
+}
+
+void baton_mcs_lock(baton_mcs_t *l)
+{
+    baton_qnode_t *n = baton_qnode_get();
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&n->state, MCS_WAITING, memory_order_relaxed);
+    /* acq_rel: release publishes the node's initialisation before a
+     * successor can find it through the tail; acquire pairs with the
+     * predecessor's release of its own node. */
+    baton_qnode_t *pred = baton_xchg(&l->tail, n, memory_order_acq_rel);
+    if (pred) {
+        /* Release: the predecessor reads our node after loading `next`. */
+        baton_store(&pred->next, n, memory_order_release);
+        (void)baton_wait_while_eq(&l->wait, &n->state, MCS_WAITING); /* acquire inside */
+    }
+    baton_store(&l->holder, n, memory_order_relaxed); /* only the holder writes it */
+}
+
+int baton_mcs_trylock(baton_mcs_t *l)
+{
+    baton_qnode_t *n = baton_qnode_get();
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    baton_qnode_t *expected = NULL;
+    /* acq_rel: as in lock(); acquire pairs with the unlocking CAS. */
+    if (!baton_cas(&l->tail, &expected, n, memory_order_acq_rel, memory_order_relaxed)) {
+        baton_qnode_put(n);
+        return EBUSY;
+    }
+    baton_store(&l->holder, n, memory_order_relaxed);
+    return 0;
+}
+
+/* Wait for an enqueuer that has swapped itself into the tail but not yet
+ * linked itself behind us.  The window is two instructions long unless the
+ * enqueuer is preempted there, so spin briefly, then yield. */
+static baton_qnode_t *wait_next(baton_qnode_t *n)
+{
+    baton_qnode_t *next;
+    unsigned spins = 0;
+    /* Acquire pairs with the enqueuer's release store of `next`. */
+    while ((next = baton_load(&n->next, memory_order_acquire)) == NULL) {
+        if (++spins < 1024u)
+            baton_cpu_relax();
+        else
+            sched_yield();
+    }
+    return next;
+}
+
+int baton_mcs_unlock(baton_mcs_t *l)
+{
+    baton_qnode_t *n = baton_load(&l->holder, memory_order_relaxed);
+    if (BATON_UNLIKELY(n == NULL ||
+                       atomic_load_explicit(&n->owner, memory_order_relaxed) != baton_self_token()))
+        return EPERM;
+    baton_store(&l->holder, NULL, memory_order_relaxed);
+    baton_qnode_t *next = baton_load(&n->next, memory_order_acquire);
+    if (next == NULL) {
+        baton_qnode_t *expected = n;
+        /* Release: the critical section happens-before the next acquirer's
+         * exchange of the tail. */
+        if (baton_cas(&l->tail, &expected, NULL, memory_order_release, memory_order_relaxed)) {
+            baton_qnode_put(n);
+            return 0;
+        }
+        next = wait_next(n);
+    }
+    /* Hand over (release; pairs with the successor's acquire wait). */
+    baton_wait_store(&l->wait, &next->state, MCS_GRANTED);
+    baton_qnode_put(n);
+    return 0;
+}
+
+/* --- registry entry ------------------------------------------------------- */
+#include "kind.h"
+
+static int k_init(void *s, const baton_opts_t *o) { return baton_mcs_init(s, &o->wait); }
+static int k_destroy(void *s) { return baton_mcs_destroy(s); }
+static void k_lock(void *s) { baton_mcs_lock(s); }
+static int k_trylock(void *s) { return baton_mcs_trylock(s); }
+static int k_unlock(void *s) { return baton_mcs_unlock(s); }
+static int k_is_locked(void *s) { return baton_mcs_is_locked(s); }
+
+const baton_kind_t baton_kind_mcs = {
+    .name = "mcs",
+    .summary = "MCS queue lock: FIFO, each waiter waits on its own node",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
+            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_SPIN,
+    .size = sizeof(baton_mcs_t), .align = _Alignof(baton_mcs_t),
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked,
+};

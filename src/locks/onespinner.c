@@ -1,0 +1,155 @@
+/* onespinner.c - the 1spinner lock.  See baton/onespinner.h.
+ *
+ * H. Akkan, M. Lang, L. Ionkov, "HPC Runtime Support for Fast and Power
+ * Efficient Locking and Synchronization", IEEE CLUSTER 2013, Algorithm 2:
+ *
+ *   ACQUIRE: gen <- monitors[id]
+ *            {prev, prev_gen} <- xchg(&lock.tail, {id, gen})
+ *            if prev != none and prev != id:
+ *                while monitors[prev] = prev_gen: wait   -- prev not yet holder
+ *                while lock.head = prev: wait            -- prev still holder
+ *            lock.head <- id; monitors[id] <- monitors[id] + 1
+ *   RELEASE: lock.head <- none
+ *
+ * Here id is the index of the calling thread's monitor record (+1, so 0
+ * means none), monitors[] is the record arena, and the monitor value is a
+ * 31-bit generation (bit 31 is the wait layer's parked bit).  Both waits go
+ * through the wait layer: the first on the predecessor's monitor (in the
+ * paper's power-efficient version, MONITOR/MWAIT on that line), the second
+ * on the lock's head word, which only one thread polls at any time.
+ */
+#include <baton/onespinner.h>
+#include "../core/thread.h"
+
+#include <errno.h>
+
+#define GEN_MASK 0x7fffffffu
+
+static inline uint64_t pack(uint32_t id, uint32_t gen)
+{
+    return ((uint64_t)gen << 32) | id;
+}
+
+int baton_onespinner_init(baton_onespinner_t *l, const baton_wait_t *wait)
+{
+    atomic_init(&l->tail, 0);
+    atomic_init(&l->head, 0u);
+    if (wait)
+        l->wait = *wait;
+    else
+        return baton_wait_init(&l->wait, BATON_WAIT_AUTO);
+    return 0;
+}
+
+int baton_onespinner_is_locked(baton_onespinner_t *l)
+{
+    if ((baton_load(&l->head, memory_order_acquire) & ~BATON_WAIT_PARKED) != 0)
+        return 1;
+    uint64_t t = baton_load(&l->tail, memory_order_acquire);
+    uint32_t prev = (uint32_t)t;
+    if (prev == 0)
+        return 0;
+    /* The last arrival has not acquired yet: someone is on the way in. */
+    baton_qnode_t *pm = baton_qnode_at(prev - 1u);
+    if ((baton_load(&pm->state, memory_order_acquire) & GEN_MASK) == (uint32_t)(t >> 32))
+        return 1;
+    return (baton_load(&l->head, memory_order_acquire) & ~BATON_WAIT_PARKED) != 0;
+}
+
+int baton_onespinner_destroy(baton_onespinner_t *l)
+{
+    return baton_onespinner_is_locked(l) ? EBUSY : 0;
+}
+
+/* lock.head <- id; monitors[id]++.  The head store may be relaxed: the
+ * release on the monitor orders it before any successor sees the new
+ * generation (successors load the monitor with acquire, then head). */
+static void take(baton_onespinner_t *l, baton_qnode_t *me, uint32_t id, uint32_t gen)
+{
+    baton_store(&l->head, id, memory_order_relaxed);
+    baton_wait_store(&l->wait, &me->state, (gen + 1u) & GEN_MASK);
+}
+
+void baton_onespinner_lock(baton_onespinner_t *l)
+{
+    baton_qnode_t *me = baton_thread_monitor();
+    uint32_t id = me->index + 1u;
+    /* Only this thread writes its monitor (waiters may add the parked bit). */
+    uint32_t gen = baton_load(&me->state, memory_order_relaxed) & GEN_MASK;
+    /* acq_rel: release publishes nothing the successor needs beyond our id,
+     * but acquire is needed to read the predecessor's record safely. */
+    uint64_t prevt = baton_xchg(&l->tail, pack(id, gen), memory_order_acq_rel);
+    uint32_t prev = (uint32_t)prevt;
+    if (prev != 0 && prev != id) {
+        baton_qnode_t *pm = baton_qnode_at(prev - 1u);
+        uint32_t prev_gen = (uint32_t)(prevt >> 32);
+        /* Wait until the predecessor holds the lock (its generation moves).
+         * Acquire pairs with the release in take(). */
+        uint32_t g = baton_load(&pm->state, memory_order_acquire) & GEN_MASK;
+        while (g == prev_gen)
+            g = baton_wait_while_eq(&l->wait, &pm->state, prev_gen) & GEN_MASK;
+        /* Wait until it released: head no longer names it.  Acquire pairs
+         * with the release in unlock. */
+        uint32_t h = baton_load(&l->head, memory_order_acquire) & ~BATON_WAIT_PARKED;
+        while (h == prev)
+            h = baton_wait_while_eq(&l->wait, &l->head, prev);
+    }
+    take(l, me, id, gen);
+}
+
+int baton_onespinner_trylock(baton_onespinner_t *l)
+{
+    baton_qnode_t *me = baton_thread_monitor();
+    uint32_t id = me->index + 1u;
+    uint64_t t = baton_load(&l->tail, memory_order_acquire);
+    uint32_t prev = (uint32_t)t;
+    if (prev != 0 && prev != id) {
+        /* The last arrival must have acquired (monitor moved) ... */
+        baton_qnode_t *pm = baton_qnode_at(prev - 1u);
+        if ((baton_load(&pm->state, memory_order_acquire) & GEN_MASK) == (uint32_t)(t >> 32))
+            return EBUSY;
+    }
+    /* ... and released (read after the monitor: see take()). */
+    if ((baton_load(&l->head, memory_order_acquire) & ~BATON_WAIT_PARKED) != 0)
+        return EBUSY;
+    uint32_t gen = baton_load(&me->state, memory_order_relaxed) & GEN_MASK;
+    /* Succeeds only if nobody arrived since we looked; the generation in
+     * the tail rules out ABA through a recycled record. */
+    if (!baton_cas(&l->tail, &t, pack(id, gen), memory_order_acq_rel, memory_order_relaxed))
+        return EBUSY;
+    take(l, me, id, gen);
+    return 0;
+}
+
+int baton_onespinner_unlock(baton_onespinner_t *l)
+{
+    baton_qnode_t *me = baton_thread_monitor();
+    uint32_t id = me->index + 1u;
+    if (BATON_UNLIKELY((baton_load(&l->head, memory_order_relaxed) & ~BATON_WAIT_PARKED) != id))
+        return EPERM;
+    /* lock.head <- none.  Release pairs with the successor's acquire. */
+    baton_wait_store(&l->wait, &l->head, 0u);
+    return 0;
+}
+
+/* --- registry entry ------------------------------------------------------- */
+#include "kind.h"
+
+static int k_init(void *s, const baton_opts_t *o) { return baton_onespinner_init(s, &o->wait); }
+static int k_destroy(void *s) { return baton_onespinner_destroy(s); }
+static void k_lock(void *s) { baton_onespinner_lock(s); }
+static int k_trylock(void *s) { return baton_onespinner_trylock(s); }
+static int k_unlock(void *s) { return baton_onespinner_unlock(s); }
+static int k_is_locked(void *s) { return baton_onespinner_is_locked(s); }
+
+const baton_kind_t baton_kind_onespinner = {
+    .name = "onespinner",
+    .summary = "1spinner (Akkan et al. 2013): FIFO; waits on the predecessor's monitor, one thread polls the lock",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
+            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_AUTO,
+    .size = sizeof(baton_onespinner_t), .align = _Alignof(baton_onespinner_t),
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked,
+};

@@ -1,0 +1,58 @@
+/* pthread.c - the baseline: a glibc pthread_mutex_t behind the same table.
+ *
+ * PTHREAD_MUTEX_NORMAL (what PTHREAD_MUTEX_INITIALIZER gives) by default, so
+ * that benchmarks compare against what programs use; with check=1 an
+ * ERRORCHECK mutex, which reports unlock by a non-owner as EPERM itself.
+ */
+#include "kind.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+typedef struct pthread_state {
+    _Alignas(BATON_CACHELINE) pthread_mutex_t m;
+} pthread_state_t;
+
+static int k_init(void *s, const baton_opts_t *o)
+{
+    pthread_state_t *p = s;
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, o->check ? PTHREAD_MUTEX_ERRORCHECK : PTHREAD_MUTEX_NORMAL);
+    int rc = pthread_mutex_init(&p->m, &a);
+    pthread_mutexattr_destroy(&a);
+    return rc;
+}
+
+static int k_trylock(void *s) { return pthread_mutex_trylock(&((pthread_state_t *)s)->m); }
+
+static int k_is_locked(void *s)
+{
+    pthread_state_t *p = s;
+    if (pthread_mutex_trylock(&p->m) != 0)
+        return 1;
+    pthread_mutex_unlock(&p->m);
+    return 0;
+}
+
+static int k_destroy(void *s)
+{
+    if (k_is_locked(s))
+        return EBUSY;
+    return pthread_mutex_destroy(&((pthread_state_t *)s)->m);
+}
+
+static void k_lock(void *s) { (void)pthread_mutex_lock(&((pthread_state_t *)s)->m); }
+static int k_unlock(void *s) { return pthread_mutex_unlock(&((pthread_state_t *)s)->m); }
+
+const baton_kind_t baton_kind_pthread = {
+    .name = "pthread",
+    .summary = "baseline: the C library's pthread_mutex_t (NORMAL; ERRORCHECK with check=1)",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
+            BATON_CAP_NOCOLLAPSE,
+    .waits = BATON_WAITS_NONE,
+    .default_wait = BATON_NO_WAIT,
+    .size = sizeof(pthread_state_t), .align = _Alignof(pthread_state_t),
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked,
+};

@@ -1,0 +1,75 @@
+/* tas.c - test-and-set lock: slow path and lifecycle.  See baton/tas.h. */
+#include <baton/tas.h>
+
+#include <errno.h>
+
+int baton_tas_init(baton_tas_t *l, const baton_wait_t *wait)
+{
+    atomic_init(&l->word, BATON_TAS_FREE);
+    if (wait)
+        l->wait = *wait;
+    else
+        return baton_wait_init(&l->wait, BATON_WAIT_SPIN);
+    return 0;
+}
+
+int baton_tas_destroy(baton_tas_t *l)
+{
+    return baton_tas_is_locked(l) ? EBUSY : 0;
+}
+
+/* The sleeping half of the three-state futex mutex: mark the word "held with
+ * sleepers" and sleep until an exchange finds it free.  Every acquisition
+ * from here leaves the mark, so the next unlock wakes one more sleeper (it
+ * may find none: that costs a syscall, never a lost wake-up). */
+static void lock_parked(_Atomic uint32_t *word)
+{
+    /* Acquire pairs with the release exchange in the unlock. */
+    while (baton_xchg(word, BATON_TAS_SLEEPERS, memory_order_acquire) != BATON_TAS_FREE)
+        baton_park(word, BATON_TAS_SLEEPERS);
+}
+
+void baton_tas_lock_slow(baton_tas_t *l)
+{
+    baton_waiter_t s;
+    baton_waiter_init(&s, &l->wait);
+    if (!baton_wait_may_park(&l->wait)) {
+        /* Retry the exchange itself: this is what makes it test-and-set. */
+        do {
+            (void)baton_waiter_pause(&s, &l->word, BATON_TAS_HELD);
+        } while (baton_xchg(&l->word, BATON_TAS_HELD, memory_order_acquire) != BATON_TAS_FREE);
+        return;
+    }
+    /* Parking policy.  An exchange with 1 would erase a sleeper's mark, so
+     * the spin phase retries with compare-and-swap from free (still a
+     * write to the line each time), then sleeps. */
+    for (;;) {
+        uint32_t expected = BATON_TAS_FREE;
+        if (baton_cas(&l->word, &expected, BATON_TAS_HELD, memory_order_acquire, memory_order_relaxed))
+            return;
+        if (!baton_waiter_pause(&s, &l->word, expected))
+            break;
+    }
+    lock_parked(&l->word);
+}
+
+/* --- registry entry ------------------------------------------------------- */
+#include "kind.h"
+
+static int k_init(void *s, const baton_opts_t *o) { return baton_tas_init(s, &o->wait); }
+static int k_destroy(void *s) { return baton_tas_destroy(s); }
+static void k_lock(void *s) { baton_tas_lock(s); }
+static int k_trylock(void *s) { return baton_tas_trylock(s); }
+static int k_unlock(void *s) { return baton_tas_unlock(s); }
+static int k_is_locked(void *s) { return baton_tas_is_locked(s); }
+
+const baton_kind_t baton_kind_tas = {
+    .name = "tas",
+    .summary = "test-and-set: one exchange to acquire; waiters retry the exchange",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_SPIN,
+    .size = sizeof(baton_tas_t), .align = _Alignof(baton_tas_t),
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked,
+};

@@ -1,0 +1,61 @@
+/* ticket.c - ticket lock: waiting, trylock and lifecycle.  See baton/ticket.h. */
+#include <baton/ticket.h>
+
+#include <errno.h>
+
+int baton_ticket_init(baton_ticket_t *l, const baton_wait_t *wait)
+{
+    atomic_init(&l->next, 0u);
+    atomic_init(&l->serving, 0u);
+    if (wait)
+        l->wait = *wait;
+    else
+        return baton_wait_init(&l->wait, BATON_WAIT_SPIN);
+    return 0;
+}
+
+int baton_ticket_destroy(baton_ticket_t *l)
+{
+    return baton_ticket_is_locked(l) ? EBUSY : 0;
+}
+
+void baton_ticket_wait_turn(baton_ticket_t *l, uint32_t ticket)
+{
+    uint32_t s = baton_load(&l->serving, memory_order_acquire) & BATON_TICKET_MASK;
+    while (s != ticket)
+        s = baton_wait_while_eq(&l->wait, &l->serving, s); /* acquire inside */
+}
+
+int baton_ticket_trylock(baton_ticket_t *l)
+{
+    uint32_t s = baton_load(&l->serving, memory_order_acquire) & BATON_TICKET_MASK;
+    uint32_t n = baton_load(&l->next, memory_order_relaxed);
+    if ((n & BATON_TICKET_MASK) != s)
+        return EBUSY;
+    /* Take ticket n only if nobody else took it meanwhile; serving == n
+     * then, so we hold the lock.  Acquire pairs with the release that
+     * advanced `serving`, which the load above already synchronised with. */
+    return baton_cas(&l->next, &n, n + 1u, memory_order_acquire, memory_order_relaxed) ? 0 : EBUSY;
+}
+
+/* --- registry entry ------------------------------------------------------- */
+#include "kind.h"
+
+static int k_init(void *s, const baton_opts_t *o) { return baton_ticket_init(s, &o->wait); }
+static int k_destroy(void *s) { return baton_ticket_destroy(s); }
+static void k_lock(void *s) { baton_ticket_lock(s); }
+static int k_trylock(void *s) { return baton_ticket_trylock(s); }
+static int k_unlock(void *s) { return baton_ticket_unlock(s); }
+static int k_is_locked(void *s) { return baton_ticket_is_locked(s); }
+
+const baton_kind_t baton_kind_ticket = {
+    .name = "ticket",
+    .summary = "ticket lock: FIFO by fetch-and-add; all waiters read one word",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
+            BATON_CAP_WAIT | BATON_CAP_FIFO,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_SPIN,
+    .size = sizeof(baton_ticket_t), .align = _Alignof(baton_ticket_t),
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked,
+};

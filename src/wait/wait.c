@@ -1,0 +1,148 @@
+/* wait.c - the wait policies: parsing, initialisation and the wait loops.
+ *
+ * See include/baton/wait.h for what each policy does and for the park
+ * protocol (the reserved BATON_WAIT_PARKED bit of a waited-on word).
+ */
+#include "wait_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+static const char *const names[BATON_WAIT_KINDS] = {
+    [BATON_WAIT_SPIN] = "spin",         [BATON_WAIT_BACKOFF] = "backoff",
+    [BATON_WAIT_YIELD] = "yield",       [BATON_WAIT_PARK] = "park",
+    [BATON_WAIT_SPINPARK] = "spinpark", [BATON_WAIT_MONITOR] = "monitor",
+};
+
+/* How long one monitor wait may sleep before we re-check the budget.  Short
+ * enough that the budget is honoured to within a few percent, long enough
+ * that re-arming costs nothing measurable. */
+#define MONITOR_CHUNK_NS 2000.0
+
+const char *baton_wait_name(baton_wait_kind kind)
+{
+    if (kind == BATON_WAIT_AUTO)
+        return "auto";
+    return (unsigned)kind < BATON_WAIT_KINDS ? names[kind] : "?";
+}
+
+int baton_wait_parse(const char *name, size_t len)
+{
+    if (len == 4 && memcmp(name, "auto", 4) == 0)
+        return BATON_WAIT_AUTO;
+    for (int k = 0; k < BATON_WAIT_KINDS; k++)
+        if (strlen(names[k]) == len && memcmp(names[k], name, len) == 0)
+            return k;
+    return -1;
+}
+
+static uint8_t monitor_hw(void)
+{
+    const baton_cpu_features_t *f = baton_cpu_features();
+    if (f->waitpkg)
+        return BATON_MONITOR_WAITPKG;
+    if (f->monitorx)
+        return BATON_MONITOR_MWAITX;
+    return BATON_MONITOR_NONE;
+}
+
+int baton_wait_init(baton_wait_t *w, baton_wait_kind kind)
+{
+    memset(w, 0, sizeof *w);
+    if (kind == BATON_WAIT_AUTO)
+        kind = monitor_hw() != BATON_MONITOR_NONE ? BATON_WAIT_MONITOR : BATON_WAIT_SPINPARK;
+    if ((unsigned)kind >= BATON_WAIT_KINDS)
+        return EINVAL;
+    w->kind = (uint8_t)kind;
+    switch (kind) {
+    case BATON_WAIT_BACKOFF:
+        w->budget = baton_calibration()->backoff_max;
+        break;
+    case BATON_WAIT_SPINPARK:
+        w->budget = baton_calibration()->spin_budget_iters;
+        break;
+    case BATON_WAIT_MONITOR:
+        w->hw = monitor_hw();
+        if (w->hw == BATON_MONITOR_NONE)
+            return ENOTSUP;
+        w->budget = baton_calibration()->spin_budget_iters;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_t val)
+{
+    const baton_wait_t *w = s->w;
+    switch (w->kind) {
+    case BATON_WAIT_SPIN:
+        baton_cpu_relax();
+        return true;
+    case BATON_WAIT_BACKOFF:
+        for (uint32_t i = 0; i < s->delay; i++)
+            baton_cpu_relax();
+        if (s->delay < w->budget)
+            s->delay = s->delay * 2 > w->budget ? w->budget : s->delay * 2;
+        return true;
+    case BATON_WAIT_YIELD:
+        sched_yield();
+        return true;
+    case BATON_WAIT_PARK:
+        return false;
+    case BATON_WAIT_SPINPARK:
+        if (s->spins >= w->budget)
+            return false;
+        s->spins++;
+        baton_cpu_relax();
+        return true;
+    case BATON_WAIT_MONITOR: {
+        if (s->spins >= w->budget)
+            return false;
+        if (addr == NULL) {
+            s->spins++;
+            baton_cpu_relax();
+            return true;
+        }
+        const baton_calibration_t *c = baton_calibration();
+        double tpn = baton_tsc_per_ns();
+        uint64_t cycles = tpn > 0.0 ? (uint64_t)(MONITOR_CHUNK_NS * tpn) : 4000u;
+        uint64_t t0 = baton_now_ns();
+        baton_monitor_wait(w->hw, addr, val, cycles);
+        /* Charge the time actually slept against the budget, in spin units. */
+        double slept = (double)(baton_now_ns() - t0) / c->pause_ns;
+        s->spins += slept < 1.0 ? 1u : (uint32_t)(slept > 1e9 ? 1e9 : slept);
+        return true;
+    }
+    default:
+        baton_cpu_relax();
+        return true;
+    }
+}
+
+uint32_t baton_wait_while_eq(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old)
+{
+    baton_waiter_t s;
+    baton_waiter_init(&s, w);
+    for (;;) {
+        /* Acquire pairs with the release in baton_wait_store() (or in the
+         * caller's own publishing store). */
+        uint32_t v = baton_load(word, memory_order_acquire);
+        if ((v & ~BATON_WAIT_PARKED) != old)
+            return v & ~BATON_WAIT_PARKED;
+        if (baton_waiter_pause(&s, word, v))
+            continue;
+        if (!(v & BATON_WAIT_PARKED)) {
+            /* Announce that we sleep.  Relaxed: the bit publishes no data;
+             * the waker's exchange reads it in modification order, and if it
+             * came first this CAS fails and we re-read the new value. */
+            if (!baton_cas(word, &v, v | BATON_WAIT_PARKED, memory_order_relaxed,
+                           memory_order_relaxed))
+                continue;
+            v |= BATON_WAIT_PARKED;
+        }
+        baton_park(word, v);
+    }
+}

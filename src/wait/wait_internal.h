@@ -1,0 +1,17 @@
+/* wait_internal.h - what the wait layer shares between its files. */
+#ifndef BATON_WAIT_INTERNAL_H
+#define BATON_WAIT_INTERNAL_H
+
+#include <baton/wait.h>
+
+/* Monitor-wait until *word != val or `cycles` TSC cycles pass. */
+void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles);
+uint64_t baton_rdtsc(void);
+
+/* TSC cycles per nanosecond, measured by calibration (0 if unknown). */
+double baton_tsc_per_ns(void);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t baton_now_ns(void);
+
+#endif

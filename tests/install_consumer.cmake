@@ -1,0 +1,46 @@
+# install_consumer.cmake - install this build into a scratch prefix, then
+# build and run examples/consumer against it with find_package(baton), and
+# compile a program against it with pkg-config.
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/prefix
+                RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "install failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SRC}/examples/consumer -B ${WORK}/build
+                -DCMAKE_PREFIX_PATH=${WORK}/prefix RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configuring the consumer with find_package(baton) failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/build RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "building the consumer failed: ${rc}")
+endif()
+foreach(exe consumer_shared consumer_static)
+  execute_process(COMMAND ${WORK}/build/${exe} RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  message(STATUS "${exe}: ${out}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "consumer ok")
+    message(FATAL_ERROR "${exe} failed: ${rc}")
+  endif()
+endforeach()
+# pkg-config, where installed
+find_program(PKG_CONFIG pkg-config)
+if(PKG_CONFIG)
+  set(ENV{PKG_CONFIG_PATH} "${WORK}/prefix/lib/pkgconfig:${WORK}/prefix/lib64/pkgconfig")
+  execute_process(COMMAND ${PKG_CONFIG} --cflags --libs baton OUTPUT_VARIABLE flags
+                  RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config does not know baton")
+  endif()
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  execute_process(COMMAND cc -std=c11 ${SRC}/examples/consumer/main.c ${flags} -lpthread
+                  -Wl,-rpath,${WORK}/prefix/lib -o ${WORK}/pc_consumer RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "compiling with pkg-config flags failed")
+  endif()
+  execute_process(COMMAND ${WORK}/pc_consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "consumer ok")
+    message(FATAL_ERROR "pkg-config consumer failed")
+  endif()
+endif()

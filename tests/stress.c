@@ -1,0 +1,186 @@
+/* stress.c - run the shared stress harness over every registered kind and
+ * every wait policy it takes, at 2, 4 and 16 threads; or, with --broken,
+ * over a deliberately broken lock, where the harness must report failure.
+ *
+ *   stress [--millis N] [--threads 2,4,16] [--kinds k1,k2] [--broken]
+ *
+ * Exit status: 0 when every run is clean (or, with --broken, when the
+ * harness caught the broken lock); 1 otherwise.
+ */
+#include "harness.h"
+
+#include <baton/baton.h>
+#include <baton/wait.h>
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- the broken lock: test, dawdle, then set (not atomic) ----------------- */
+
+struct broken {
+    _Atomic int word;
+};
+
+static void *broken_create(const char *spec)
+{
+    (void)spec;
+    return calloc(1, sizeof(struct broken));
+}
+static int broken_destroy(void *l) { free(l); return 0; }
+static int broken_lock(void *p)
+{
+    struct broken *l = p;
+    while (atomic_load_explicit(&l->word, memory_order_acquire))
+        ;
+    for (volatile int i = 0; i < 50; i++)
+        ; /* the window in which a second thread also sees it free */
+    atomic_store_explicit(&l->word, 1, memory_order_relaxed);
+    return 0;
+}
+static int broken_trylock(void *p)
+{
+    struct broken *l = p;
+    if (atomic_load_explicit(&l->word, memory_order_acquire))
+        return EBUSY;
+    atomic_store_explicit(&l->word, 1, memory_order_relaxed);
+    return 0;
+}
+static int broken_unlock(void *p)
+{
+    atomic_store_explicit(&((struct broken *)p)->word, 0, memory_order_release);
+    return 0;
+}
+
+static const harness_ops_t broken_ops = {
+    .name = "broken",
+    .create = broken_create,
+    .destroy = broken_destroy,
+    .lock = broken_lock,
+    .trylock = broken_trylock,
+    .unlock = broken_unlock,
+};
+
+static int parse_list(const char *s, int *out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        out[n++] = atoi(s);
+        s = strchr(s, ',');
+        if (!s)
+            break;
+        s++;
+    }
+    return n;
+}
+
+static bool in_list(const char *list, const char *name)
+{
+    if (!list)
+        return true;
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == len && strncmp(p, name, len) == 0)
+            return true;
+        p += l;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+static void print(const char *spec, int threads, const harness_result_t *r)
+{
+    printf("%-24s %2d threads %9llu ops %6.0f ms  overlaps=%llu torn=%llu mismatch=%llu "
+           "payload=%llu errors=%llu busy=%llu  %s\n",
+           spec, threads, (unsigned long long)r->ops, r->seconds * 1e3,
+           (unsigned long long)r->overlaps, (unsigned long long)r->torn,
+           (unsigned long long)r->count_mismatch, (unsigned long long)r->bad_payload,
+           (unsigned long long)r->bad_errors, (unsigned long long)r->trylock_busy,
+           harness_failures(r) ? "FAIL" : "ok");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    int millis = 40;
+    int threads[8] = {2, 4, 16};
+    int nthreads = 3;
+    const char *kinds = NULL;
+    bool broken = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--millis") && i + 1 < argc)
+            millis = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            nthreads = parse_list(argv[++i], threads, 8);
+        else if (!strcmp(argv[i], "--kinds") && i + 1 < argc)
+            kinds = argv[++i];
+        else if (!strcmp(argv[i], "--broken"))
+            broken = true;
+        else {
+            fprintf(stderr, "usage: %s [--millis N] [--threads LIST] [--kinds LIST] [--broken]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+
+    if (broken) {
+        /* The harness must catch it at every thread count above one. */
+        int caught = 0;
+        for (int t = 0; t < nthreads; t++) {
+            harness_result_t r;
+            harness_run_ex(&broken_ops, "broken", threads[t], millis, false, &r);
+            print("broken", threads[t], &r);
+            caught += harness_failures(&r) > 0;
+        }
+        printf("%s: harness caught the broken lock in %d of %d runs\n",
+               caught == nthreads ? "PASS" : "FAIL", caught, nthreads);
+        return caught == nthreads ? 0 : 1;
+    }
+
+    const baton_kind_info_t *list;
+    size_t n = baton_kinds(&list);
+    int failures = 0, runs = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!in_list(kinds, list[k].name))
+            continue;
+        for (unsigned w = 0; w <= BATON_WAIT_KINDS; w++) {
+            char spec[64];
+            if (w == BATON_WAIT_KINDS) {
+                if (list[k].waits != 0)
+                    continue; /* kinds that take a policy ran once per policy */
+                snprintf(spec, sizeof spec, "%s", list[k].name);
+            } else {
+                if (!(list[k].waits & (1u << w)))
+                    continue;
+                snprintf(spec, sizeof spec, "%s:%s", list[k].name, baton_wait_policy_name(w));
+            }
+            baton_lock_t *probe = baton_lock_new(spec);
+            if (!probe) {
+                if (errno == ENOTSUP) {
+                    printf("%-24s skipped: %s\n", spec, baton_last_error());
+                    continue;
+                }
+                printf("%-24s FAIL: %s\n", spec, baton_last_error());
+                failures++;
+                continue;
+            }
+            baton_lock_free(probe);
+            for (int t = 0; t < nthreads; t++) {
+                harness_result_t r;
+                if (harness_run(&harness_baton_ops, spec, threads[t], millis, &r) != 0) {
+                    failures++;
+                    continue;
+                }
+                print(spec, threads[t], &r);
+                runs++;
+                failures += harness_failures(&r) > 0 || r.ops < (uint64_t)threads[t];
+            }
+        }
+    }
+    printf("%s: %d runs, %d failed\n", failures ? "FAIL" : "PASS", runs, failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,296 @@
+/* test_api.c - unit tests of the dynamic API and its errors, for every kind. */
+#include <baton/baton.h>
+#include <baton/wait.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                            \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
+            failures++;                                                             \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
+            printf(__VA_ARGS__);                                                    \
+            printf("\n");                                                           \
+        }                                                                           \
+    } while (0)
+
+/* A second thread that runs lock operations on request, so that tests can
+ * act as "another thread" that keeps its identity between operations. */
+typedef int (*lock_op)(baton_lock_t *);
+static struct agent {
+    pthread_t tid;
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    lock_op op;        /* request; NULL when idle */
+    baton_lock_t *lock;
+    int rc;
+    int done;          /* result ready */
+    int quit;
+} agent = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *agent_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&agent.m);
+    for (;;) {
+        while (!agent.op && !agent.quit)
+            pthread_cond_wait(&agent.cv, &agent.m);
+        if (agent.quit)
+            break;
+        lock_op op = agent.op;
+        baton_lock_t *l = agent.lock;
+        pthread_mutex_unlock(&agent.m);
+        int rc = op(l);
+        pthread_mutex_lock(&agent.m);
+        agent.op = NULL;
+        agent.rc = rc;
+        agent.done = 1;
+        pthread_cond_broadcast(&agent.cv);
+    }
+    pthread_mutex_unlock(&agent.m);
+    return NULL;
+}
+
+static int on_other_thread(lock_op op, baton_lock_t *l)
+{
+    pthread_mutex_lock(&agent.m);
+    agent.op = op;
+    agent.lock = l;
+    agent.done = 0;
+    pthread_cond_broadcast(&agent.cv);
+    while (!agent.done)
+        pthread_cond_wait(&agent.cv, &agent.m);
+    int rc = agent.rc;
+    pthread_mutex_unlock(&agent.m);
+    return rc;
+}
+
+struct exec_ctx {
+    baton_lock_t *lock;
+    int runs;
+    int busy_inside;
+    unsigned char seen[BATON_ARGS_MAX];
+};
+
+static void exec_fn(void *p)
+{
+    struct exec_ctx *c = p;
+    c->runs++;
+    c->busy_inside = baton_trylock(c->lock) == EBUSY;
+}
+
+struct deleg_args {
+    struct exec_ctx *ctx;
+    unsigned char bytes[BATON_ARGS_MAX - sizeof(struct exec_ctx *)];
+};
+
+static void deleg_fn(void *p)
+{
+    struct deleg_args *a = p;
+    a->ctx->runs++;
+    a->ctx->busy_inside = baton_trylock(a->ctx->lock) == EBUSY;
+    memcpy(a->ctx->seen, a->bytes, sizeof a->bytes);
+    memset(a->bytes, 0, sizeof a->bytes); /* must not reach the caller */
+}
+
+static void test_kind(const baton_kind_info_t *k, int check)
+{
+    char spec[64];
+    snprintf(spec, sizeof spec, "%s%s", k->name, check ? ",check=1" : "");
+    baton_lock_t *l = baton_lock_new(spec);
+    CHECK(l != NULL, "%s: %s", spec, baton_last_error());
+    if (!l)
+        return;
+    CHECK(strncmp(baton_lock_spec(l), k->name, strlen(k->name)) == 0, "%s: canonical spec %s", spec,
+          baton_lock_spec(l));
+    CHECK(baton_lock_kind(l) != NULL && strcmp(baton_lock_kind(l)->name, k->name) == 0, "%s", spec);
+    int owner_checked = check || (k->caps & BATON_CAP_OWNER);
+
+    /* lock, trylock on a held lock (same and other thread), free while held */
+    CHECK(baton_lock(l) == 0, "%s", spec);
+    CHECK(baton_trylock(l) == EBUSY, "%s: trylock by the holder", spec);
+    CHECK(on_other_thread(baton_trylock, l) == EBUSY, "%s: trylock by another thread", spec);
+    CHECK(baton_lock_free(l) == EBUSY, "%s: free while held", spec);
+    CHECK(strstr(baton_last_error(), "held") != NULL, "%s: message '%s'", spec, baton_last_error());
+    if (owner_checked)
+        CHECK(on_other_thread(baton_unlock, l) == EPERM, "%s: unlock by non-owner", spec);
+    CHECK(baton_unlock(l) == 0, "%s: unlock", spec);
+    if (owner_checked)
+        CHECK(baton_unlock(l) == EPERM, "%s: double unlock", spec);
+
+    /* trylock on a free lock, then the other thread's trylock fails */
+    CHECK(baton_trylock(l) == 0, "%s: trylock free", spec);
+    CHECK(on_other_thread(baton_trylock, l) == EBUSY, "%s", spec);
+    CHECK(baton_unlock(l) == 0, "%s", spec);
+    CHECK(on_other_thread(baton_trylock, l) == 0, "%s: trylock by another thread, free", spec);
+    /* ...which now holds it; the owner-tracking kinds refuse our unlock */
+    if (owner_checked)
+        CHECK(baton_unlock(l) == EPERM, "%s: unlock of another thread's lock", spec);
+    CHECK(baton_trylock(l) == EBUSY, "%s: held by the other thread", spec);
+    CHECK(on_other_thread(baton_unlock, l) == 0, "%s: owner unlocks", spec);
+
+    if (check) {
+        CHECK(baton_lock(l) == 0, "%s", spec);
+        CHECK(baton_lock(l) == EDEADLK, "%s: relock by owner", spec);
+        CHECK(baton_execute(l, exec_fn, NULL) == EDEADLK, "%s: execute while holding", spec);
+        CHECK(baton_unlock(l) == 0, "%s", spec);
+    }
+
+    /* execute: runs once, under the lock */
+    struct exec_ctx c = {.lock = l};
+    CHECK(baton_execute(l, exec_fn, &c) == 0, "%s", spec);
+    CHECK(c.runs == 1 && c.busy_inside, "%s: execute ran %d times, busy inside %d", spec, c.runs,
+          c.busy_inside);
+    CHECK(baton_trylock(l) == 0 && baton_unlock(l) == 0, "%s: free after execute", spec);
+
+    /* delegate: copies its arguments; the function's writes stay in the copy */
+    struct deleg_args a = {.ctx = &c};
+    for (size_t i = 0; i < sizeof a.bytes; i++)
+        a.bytes[i] = (unsigned char)(i * 7 + 1);
+    c.runs = 0;
+    CHECK(baton_delegate(l, deleg_fn, &a, sizeof a) == 0, "%s", spec);
+    CHECK(c.runs == 1 && c.busy_inside, "%s: delegate ran %d", spec, c.runs);
+    CHECK(memcmp(c.seen, a.bytes, sizeof a.bytes) == 0, "%s: delegate payload", spec);
+    CHECK(a.bytes[5] == 36, "%s: delegate wrote through to the caller's arguments", spec);
+    unsigned char big[BATON_ARGS_MAX + 1] = {0};
+    CHECK(baton_delegate(l, deleg_fn, big, sizeof big) == EINVAL, "%s: oversized args", spec);
+    CHECK(strstr(baton_last_error(), "BATON_ARGS_MAX") != NULL, "%s: '%s'", spec, baton_last_error());
+    CHECK(c.runs == 1, "%s: oversized delegate must not run", spec);
+
+    CHECK(baton_lock_free(l) == 0, "%s: free", spec);
+}
+
+/* Many locks of one kind held at once, released in a scrambled order. */
+static void test_many_held(const char *name)
+{
+    enum { N = 12 };
+    baton_lock_t *l[N];
+    for (int i = 0; i < N; i++) {
+        l[i] = baton_lock_new(name);
+        CHECK(l[i] != NULL, "%s", name);
+        if (!l[i])
+            return;
+    }
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++)
+            CHECK(baton_lock(l[i]) == 0, "%s", name);
+        for (int i = 0; i < N; i++) {
+            int j = (i * 5 + round * 3) % N; /* a permutation of 0..N-1 */
+            CHECK(baton_unlock(l[j]) == 0, "%s: unlock %d of %d held", name, j, N);
+        }
+        for (int i = 0; i < N; i++) {
+            CHECK(on_other_thread(baton_trylock, l[i]) == 0, "%s: lock %d free after scrambled release",
+                  name, i);
+            CHECK(on_other_thread(baton_unlock, l[i]) == 0, "%s", name);
+        }
+    }
+    for (int i = 0; i < N; i++)
+        CHECK(baton_lock_free(l[i]) == 0, "%s", name);
+}
+
+static void expect_bad(const char *spec, int err, const char *must_contain)
+{
+    errno = 0;
+    baton_lock_t *l = baton_lock_new(spec);
+    CHECK(l == NULL, "'%s' accepted", spec);
+    if (l) {
+        baton_lock_free(l);
+        return;
+    }
+    CHECK(errno == err, "'%s': errno %d, want %d", spec, errno, err);
+    CHECK(strstr(baton_last_error(), must_contain) != NULL, "'%s': message '%s' lacks '%s'", spec,
+          baton_last_error(), must_contain);
+}
+
+static void test_bad_specs(void)
+{
+    const baton_kind_info_t *list;
+    size_t n = baton_kinds(&list);
+    expect_bad("nosuchlock", EINVAL, "valid kinds:");
+    for (size_t i = 0; i < n; i++)
+        expect_bad("nosuchlock", EINVAL, list[i].name);
+    expect_bad("mcs:sleepy", EINVAL, "spinpark");
+    expect_bad("mcs:", EINVAL, "valid policies");
+    expect_bad("pthread:spin", EINVAL, "takes no wait policy");
+    expect_bad("relay,slice_us=0", EINVAL, "slice_us=<1..1000000>");
+    expect_bad("relay,bogus=1", EINVAL, "unknown option");
+    expect_bad("relay,slice_us=abc", EINVAL, "key=<unsigned>");
+    expect_bad("tas,check=2", EINVAL, "check=<0|1>");
+    expect_bad("tas extra", EINVAL, "valid kinds");
+    const baton_cpu_features_t *f = baton_cpu_features();
+    if (!f->waitpkg && !f->monitorx)
+        expect_bad("mcs:monitor", ENOTSUP, "auto");
+    else {
+        baton_lock_t *l = baton_lock_new("mcs:monitor");
+        CHECK(l != NULL, "mcs:monitor on a CPU with monitor support: %s", baton_last_error());
+        baton_lock_free(l);
+    }
+}
+
+static void test_registry(void)
+{
+    const baton_kind_info_t *list;
+    size_t n = baton_kinds(&list);
+    CHECK(n >= 8, "only %zu kinds", n);
+    const char *required[] = {"tas", "ttas", "ticket", "mcs", "clh", "onespinner", "pthread", "relay"};
+    for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
+        size_t i = 0;
+        while (i < n && strcmp(list[i].name, required[r]) != 0)
+            i++;
+        CHECK(i < n, "kind %s missing", required[r]);
+        if (i < n) {
+            CHECK(list[i].summary && *list[i].summary, "%s", required[r]);
+            CHECK((list[i].caps & (BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE |
+                                   BATON_CAP_DELEGATE)) ==
+                      (BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE),
+                  "%s caps", required[r]);
+        }
+    }
+    baton_lock_t *l = baton_lock_new(NULL);
+    CHECK(l && strncmp(baton_lock_spec(l), "relay", 5) == 0, "default kind: %s",
+          l ? baton_lock_spec(l) : baton_last_error());
+    baton_lock_free(l);
+    l = baton_lock_new("relay:spin,slice_us=20");
+    CHECK(l && strcmp(baton_lock_spec(l), "relay:spin,slice_us=20") == 0, "canonical: %s",
+          l ? baton_lock_spec(l) : baton_last_error());
+    baton_lock_free(l);
+    for (unsigned w = 0; w < BATON_WAIT_KINDS; w++) {
+        char spec[32];
+        snprintf(spec, sizeof spec, "ttas:%s", baton_wait_policy_name(w));
+        l = baton_lock_new(spec);
+        if (!l && errno == ENOTSUP)
+            continue;
+        CHECK(l && strcmp(baton_lock_spec(l), spec) == 0, "%s -> %s", spec,
+              l ? baton_lock_spec(l) : baton_last_error());
+        baton_lock_free(l);
+    }
+    CHECK(baton_lock_free(NULL) == 0, "free(NULL)");
+    CHECK(strcmp(baton_version(), "0.1.0") == 0, "version %s", baton_version());
+}
+
+int main(void)
+{
+    pthread_create(&agent.tid, NULL, agent_main, NULL);
+    const baton_kind_info_t *list;
+    size_t n = baton_kinds(&list);
+    for (size_t i = 0; i < n; i++) {
+        test_kind(&list[i], 0);
+        test_kind(&list[i], 1);
+        test_many_held(list[i].name);
+    }
+    test_bad_specs();
+    test_registry();
+    pthread_mutex_lock(&agent.m);
+    agent.quit = 1;
+    pthread_cond_broadcast(&agent.cv);
+    pthread_mutex_unlock(&agent.m);
+    pthread_join(agent.tid, NULL);
+    printf("%s: %d failures\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}
