@@ -40,10 +40,10 @@ baton_qnode_t *baton_thread_monitor(void);
  * always even. */
 static inline uintptr_t baton_self_token(void);
 
-#include <pthread.h>
+#include <baton/relay.h>
 static inline uintptr_t baton_self_token(void)
 {
-    return (uintptr_t)pthread_self();
+    return baton_relay_self();
 }
 
 #endif

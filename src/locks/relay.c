@@ -94,8 +94,10 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
     /* We are the head.  Publish our node for a possible handoff (the
      * release CAS that sets HANDOFF orders this store before it). */
     baton_store(&l->head, n, memory_order_relaxed);
-    baton_waiter_t s;
-    baton_waiter_init(&s, &l->wait);
+    /* Poll the word until it is free or a slice has passed; then demand a
+     * handoff and wait on our node by the lock's policy.  Under the pure
+     * park policy there is no polling: demand at once and sleep. */
+    const bool poll = l->wait.kind != BATON_WAIT_PARK;
     const uint64_t start = baton_now_ns();
     uint32_t delay = 1;
     unsigned polls = 0;
@@ -108,27 +110,20 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
             continue;
         }
         /* Reading the clock costs ~20 ns, so only every 8th poll. */
-        bool slice_over = (++polls & 7u) == 0 && baton_now_ns() - start >= l->slice_ns;
-        bool policy_parks = false;
-        if (!slice_over) {
-            for (uint32_t i = 0; i < delay; i++) {
-                if (!baton_waiter_pause(&s, NULL, 0)) {
-                    policy_parks = true; /* the policy wants us asleep */
-                    break;
-                }
-            }
+        if (poll && ((++polls & 7u) != 0 || baton_now_ns() - start < l->slice_ns)) {
+            for (uint32_t i = 0; i < delay; i++)
+                baton_cpu_relax();
             if (delay < RELAY_POLL_MAX)
                 delay *= 2;
+            continue;
         }
-        if (slice_over || policy_parks) {
-            /* Demand the lock.  Release: publishes l->head to the owner,
-             * whose failing unlock CAS reads this with acquire. */
-            if (!baton_cas(&l->word, &w, w | BATON_RELAY_HANDOFF, memory_order_release,
-                           memory_order_relaxed))
-                continue; /* changed under us: re-examine (maybe free now) */
-            (void)baton_wait_while_eq(&l->wait, &n->state, RELAY_HEAD); /* acquire inside */
-            break; /* RELAY_GRANTED: the owner stored our token in the word */
-        }
+        /* Demand the lock.  Release: publishes l->head to the owner, whose
+         * failing unlock CAS reads this with acquire. */
+        if (!baton_cas(&l->word, &w, w | BATON_RELAY_HANDOFF, memory_order_release,
+                       memory_order_relaxed))
+            continue; /* changed under us: re-examine (maybe free now) */
+        (void)baton_wait_while_eq(&l->wait, &n->state, RELAY_HEAD); /* acquire inside */
+        break; /* RELAY_GRANTED: the owner stored our token in the word */
     }
     dequeue(l, n);
 }

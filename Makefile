@@ -1,0 +1,66 @@
+# The two commands of the README:
+#   make bench   install what is missing, build, run `baton info` and the
+#                default benchmark comparison (every kind and peer, 1/2/8
+#                threads), write results/micro.json
+#   make test    build and run every test through ctest: the normal build,
+#                the ThreadSanitizer build of the stress suite and the
+#                AddressSanitizer build of the unit tests
+#
+# Other targets: build, install (PREFIX=/usr/local), test-fast (normal build
+# only), clean.
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+JOBS    ?= $(shell nproc)
+CMAKE_GEN := -G Ninja
+BATON   := $(BUILD)/src/cli/baton
+BENCH_ARGS ?= --locks all --threads 1,2,8 --duration 0.5 --repeat 3 --json results/micro.json
+
+.PHONY: all build bench test test-fast test-tsan test-asan install clean deps deps-bench
+
+all: build
+
+deps:
+	@tools/deps.sh
+
+deps-bench:
+	@tools/deps.sh --bench
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+bench: deps-bench
+	@# reconfigure so that peers installed just now are found
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+	@mkdir -p results
+	$(BATON) info --json results/machine.json
+	$(BATON) bench micro $(BENCH_ARGS)
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j 1
+
+build-tsan/build.ninja:
+	cmake -S . -B build-tsan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_SANITIZE=thread -DBATON_PEERS=OFF
+
+test-tsan: deps build-tsan/build.ninja
+	cmake --build build-tsan -j $(JOBS) --target stress stress_chaos
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R '^stress'
+
+build-asan/build.ninja:
+	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DBATON_SANITIZE=address -DBATON_PEERS=OFF
+
+test-asan: deps build-asan/build.ninja
+	cmake --build build-asan -j $(JOBS) --target test_api test_typed
+	cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -R '^(api|typed)$$'
+
+test: test-fast test-tsan test-asan
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) build-tsan build-asan

@@ -1,0 +1,128 @@
+/* bench.h - what every `baton bench` workload shares: the locks under test
+ * (baton kinds through the dynamic API, peers through their table), the
+ * fork-isolated runner, statistics, and the result record.
+ *
+ * Every measurement runs in a child process: a kind that collapses or hangs
+ * is killed at a deadline and reported, never waited for; a crash is
+ * reported, not fatal.  Threads are pinned by the chosen policy (topo.h) and
+ * released together; the child measures wall time from release until every
+ * thread has finished its last operation, CPU time with getrusage (all
+ * threads), and RAPL energy where the machine exposes it.
+ */
+#ifndef BATON_BENCH_BENCH_H
+#define BATON_BENCH_BENCH_H
+
+#include <baton/baton.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "peers/peers.h"
+
+#define BENCH_SPEC_MAX 96
+#define BENCH_LINE 128 /* same as BATON_CACHELINE */
+
+/* --- the locks under test -------------------------------------------------- */
+
+typedef struct bench_lock {
+    char spec[BENCH_SPEC_MAX];
+    void *obj;
+    void (*lock)(void *obj);
+    void (*unlock)(void *obj);
+    baton_lock_t *baton;        /* baton kinds: for execute / delegate */
+    const bench_peer_t *peer;   /* peers */
+} bench_lock_t;
+
+/* Open a lock named by a baton spec or "peer:<name>"; on failure returns an
+ * errno value and writes a message listing the valid names into err. */
+int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errlen);
+void bench_lock_close(bench_lock_t *l);
+
+/* Expand a --locks argument into specs.  Items are separated by commas;
+ * an item containing '=' continues the previous spec (so "relay,slice_us=20"
+ * stays one spec).  Keywords: "all" (every kind with its default policy,
+ * the spinpark variant of every kind whose default spins, every peer),
+ * "kinds", "peers", "allwaits" (every kind with every policy the CPU has).
+ * Returns the count, or -1 with a message. */
+int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err,
+                       size_t errlen);
+
+/* --- the runner ------------------------------------------------------------ */
+
+enum {
+    BENCH_OK = 0,
+    BENCH_VERIFY_FAILED, /* the workload's result check failed */
+    BENCH_TIMEOUT,       /* killed at the deadline: collapsed beyond measure */
+    BENCH_CRASHED,       /* the child died */
+    BENCH_ERROR          /* could not set up */
+};
+
+typedef struct bench_result {
+    int status;
+    int threads;
+    uint64_t ops;
+    double seconds;
+    uint64_t min_thread_ops, max_thread_ops;
+    double cpu_s;
+    double energy_j;      /* < 0: not available */
+    double extra[4];      /* workload-specific figures */
+    char message[256];
+} bench_result_t;
+
+typedef struct bench_workload {
+    const char *name;
+    /* In the child: build the shared state for `threads` threads. */
+    void *(*setup)(const void *params, bench_lock_t *lock, int threads, char *err, size_t errlen);
+    /* One thread's loop: run operations until *stop, return how many. */
+    uint64_t (*thread_main)(void *state, int index, const _Atomic int *stop);
+    /* After all threads joined: 0, or nonzero with a message. */
+    int (*verify)(void *state, const uint64_t *thread_ops, int threads, bench_result_t *r);
+    void (*teardown)(void *state);
+} bench_workload_t;
+
+typedef struct bench_cfg {
+    int threads;
+    double duration_s;
+    int pin_policy;          /* TOPO_PIN_* */
+    const int *pin_order;    /* CPU per thread index (wrapping), or NULL */
+    int npin;
+    double deadline_s;       /* kill the child after this long */
+} bench_cfg_t;
+
+/* Run one measurement of `wl` on the lock named `spec` in a child process. */
+void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
+               const bench_cfg_t *cfg, bench_result_t *out);
+
+/* --- helpers ---------------------------------------------------------------- */
+
+double bench_now(void); /* CLOCK_MONOTONIC seconds */
+
+/* RWBench-style thread-local work (QD locking paper, section 6.2): one unit
+ * picks two random slots of a 64-entry thread-local array and moves a
+ * random amount from one to the other.  Returns the updated RNG state. */
+typedef struct bench_local {
+    uint32_t rng;
+    int32_t a[64];
+} bench_local_t;
+void bench_local_init(bench_local_t *w, uint32_t seed);
+void bench_local_work(bench_local_t *w, uint32_t units);
+/* Nanoseconds per unit on this machine (measured once). */
+double bench_local_unit_ns(void);
+
+static inline uint32_t bench_rand(uint32_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+/* Parse "1,2,8" into ints (returns count, -1 on error). */
+int bench_parse_ints(const char *s, int *out, int max);
+
+/* Median of results by ops/s (sorts `runs`; returns the median's index). */
+int bench_median(bench_result_t *runs, int n);
+
+#endif

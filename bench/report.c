@@ -1,0 +1,140 @@
+/* report.c - ranked tables and JSON for `baton bench` results. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *report_status(const bench_record_t *r)
+{
+    switch (r->median.status) {
+    case BENCH_OK:
+        return r->collapsed ? "COLLAPSED" : "ok";
+    case BENCH_VERIFY_FAILED:
+        return "VERIFY-FAILED";
+    case BENCH_TIMEOUT:
+        return "COLLAPSED(timeout)";
+    case BENCH_CRASHED:
+        return "CRASHED";
+    default:
+        return "ERROR";
+    }
+}
+
+static int by_rate_desc(const void *a, const void *b)
+{
+    double x = record_rate(*(bench_record_t *const *)a), y = record_rate(*(bench_record_t *const *)b);
+    return (x < y) - (x > y);
+}
+
+static void fmt_rate(char *buf, size_t n, double mops)
+{
+    if (mops >= 100)
+        snprintf(buf, n, "%.0f", mops);
+    else if (mops >= 1)
+        snprintf(buf, n, "%.2f", mops);
+    else if (mops > 0)
+        snprintf(buf, n, "%.2e", mops);
+    else
+        snprintf(buf, n, "0");
+}
+
+void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
+{
+    bench_record_t **order = malloc((size_t)n * sizeof *order);
+    for (int i = 0; i < n; i++)
+        order[i] = &recs[i];
+    qsort(order, (size_t)n, sizeof *order, by_rate_desc);
+    bool energy = false;
+    for (int i = 0; i < n; i++)
+        energy |= order[i]->median.energy_j >= 0;
+    fprintf(f, "\n%s\n", title);
+    fprintf(f, "%4s  %-26s %9s %9s %8s %10s%s %7s  %s\n", "rank", "lock", "Mops/s", "x pthread",
+            "fairness", "CPU-s/Mop", energy ? "     J/Mop" : "", "%limit", "status");
+    for (int i = 0; i < n; i++) {
+        const bench_record_t *r = order[i];
+        double rate = record_rate(r);
+        double mops = rate / 1e6;
+        char rb[32], xp[32] = "-", cpu[32] = "-", jb[32] = "", lim[32] = "-";
+        fmt_rate(rb, sizeof rb, mops);
+        if (r->pthread_ops_per_s > 0 && rate > 0)
+            snprintf(xp, sizeof xp, "%.2f", rate / r->pthread_ops_per_s);
+        if (r->median.ops > 0)
+            snprintf(cpu, sizeof cpu, "%.3g", r->median.cpu_s / ((double)r->median.ops / 1e6));
+        if (energy)
+            snprintf(jb, sizeof jb, " %9.3g", r->median.energy_j >= 0 && r->median.ops
+                                                  ? r->median.energy_j / ((double)r->median.ops / 1e6)
+                                                  : 0.0);
+        if (r->limit_ops_per_s > 0 && rate > 0)
+            snprintf(lim, sizeof lim, "%.0f%%", 100.0 * rate / r->limit_ops_per_s);
+        fprintf(f, "%4d  %-26s %9s %9s %8.2f %10s%s %7s  %s%s%s\n", i + 1, r->lock, rb, xp,
+                record_fairness(r), cpu, jb, lim, report_status(r),
+                r->median.message[0] ? ": " : "", r->median.message);
+    }
+    free(order);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+int report_json(const char *path, const machine_t *m, const char *extra_json,
+                const bench_record_t *recs, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"machine\": ");
+    machine_json(f, m);
+    if (extra_json && *extra_json)
+        fprintf(f, ",\n  %s", extra_json);
+    fprintf(f, ",\n  \"results\": [");
+    for (int i = 0; i < n; i++) {
+        const bench_record_t *r = &recs[i];
+        double rate = record_rate(r);
+        fprintf(f, "%s\n    {\"bench\": ", i ? "," : "");
+        json_string(f, r->bench);
+        fprintf(f, ", \"lock\": ");
+        json_string(f, r->lock);
+        fprintf(f, ", \"threads\": %d", r->threads);
+        for (int p = 0; p < r->nparams; p++)
+            fprintf(f, ", \"%s\": %ld", r->param_names[p], r->params[p]);
+        fprintf(f, ", \"duration_s\": %.6f, \"ops\": %llu, \"ops_per_s\": %.1f", r->median.seconds,
+                (unsigned long long)r->median.ops, rate);
+        fprintf(f, ", \"min_thread_ops\": %llu, \"max_thread_ops\": %llu, \"fairness\": %.4f",
+                (unsigned long long)(r->median.max_thread_ops ? r->median.min_thread_ops : 0),
+                (unsigned long long)r->median.max_thread_ops, record_fairness(r));
+        fprintf(f, ", \"cpu_s\": %.6f, \"cpu_s_per_mop\": %.6f", r->median.cpu_s,
+                r->median.ops ? r->median.cpu_s / ((double)r->median.ops / 1e6) : 0.0);
+        if (r->median.energy_j >= 0)
+            fprintf(f, ", \"energy_j\": %.6f", r->median.energy_j);
+        fprintf(f, ", \"verified\": %s, \"status\": ", r->median.status == BENCH_OK ? "true" : "false");
+        json_string(f, report_status(r));
+        fprintf(f, ", \"collapsed\": %s", r->collapsed || r->median.status == BENCH_TIMEOUT ? "true" : "false");
+        if (r->limit_ops_per_s > 0)
+            fprintf(f, ", \"limit_ops_per_s\": %.1f", r->limit_ops_per_s);
+        if (r->pthread_ops_per_s > 0)
+            fprintf(f, ", \"ratio_pthread\": %.4f", rate / r->pthread_ops_per_s);
+        fprintf(f, ", \"target_duration_s\": %.3f, \"runs_ops_per_s\": [", r->duration_s);
+        for (int k = 0; k < r->nruns; k++)
+            fprintf(f, "%s%.1f", k ? ", " : "", r->runs_ops_per_s[k]);
+        fprintf(f, "]");
+        if (r->median.message[0]) {
+            fprintf(f, ", \"message\": ");
+            json_string(f, r->median.message);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ]\n}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}

@@ -1,0 +1,471 @@
+/* runner.c - the locks under test and the fork-isolated runner (bench.h). */
+#include "bench.h"
+#include "machine.h"
+#include "topo.h"
+
+#include <baton/wait.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+double bench_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* --- locks -------------------------------------------------------------------- */
+
+static void baton_lock_fn(void *l) { (void)baton_lock(l); }
+static void baton_unlock_fn(void *l) { (void)baton_unlock(l); }
+
+static void peer_names(char *buf, size_t size)
+{
+    const bench_peer_t *peers;
+    size_t n = bench_peers(&peers), used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < size; i++) {
+        int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", peers[i].name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (n == 0)
+        snprintf(buf, size, "(none built: install libck-dev, libabsl-dev, libtbb-dev and rebuild)");
+}
+
+int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->spec, sizeof out->spec, "%s", spec);
+    if (strncmp(spec, "peer:", 5) == 0) {
+        const bench_peer_t *peers;
+        size_t n = bench_peers(&peers);
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(peers[i].name, spec) != 0)
+                continue;
+            out->peer = &peers[i];
+            out->obj = peers[i].create();
+            if (!out->obj) {
+                snprintf(err, errlen, "%s: out of memory", spec);
+                return ENOMEM;
+            }
+            out->lock = peers[i].lock;
+            out->unlock = peers[i].unlock;
+            return 0;
+        }
+        char names[512];
+        peer_names(names, sizeof names);
+        snprintf(err, errlen, "unknown peer '%s'; peers in this build: %s", spec, names);
+        return EINVAL;
+    }
+    out->baton = baton_lock_new(spec);
+    if (!out->baton) {
+        int e = errno;
+        char names[512];
+        peer_names(names, sizeof names);
+        snprintf(err, errlen, "%s (peers: %s)", baton_last_error(), names);
+        return e ? e : EINVAL;
+    }
+    snprintf(out->spec, sizeof out->spec, "%s", baton_lock_spec(out->baton));
+    out->obj = out->baton;
+    out->lock = baton_lock_fn;
+    out->unlock = baton_unlock_fn;
+    return 0;
+}
+
+void bench_lock_close(bench_lock_t *l)
+{
+    if (l->baton)
+        baton_lock_free(l->baton);
+    else if (l->peer && l->obj)
+        l->peer->destroy(l->obj);
+    memset(l, 0, sizeof *l);
+}
+
+static int add_spec(char specs[][BENCH_SPEC_MAX], int n, int max, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(specs[i], s) == 0)
+            return n; /* no duplicates */
+    if (n < max)
+        snprintf(specs[n++], BENCH_SPEC_MAX, "%s", s);
+    return n;
+}
+
+static bool monitor_available(void)
+{
+    const baton_cpu_features_t *f = baton_cpu_features();
+    return f->waitpkg || f->monitorx;
+}
+
+static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int max)
+{
+    const baton_kind_info_t *kinds;
+    size_t nk = baton_kinds(&kinds);
+    bool all = strcmp(kw, "all") == 0;
+    if (all || strcmp(kw, "kinds") == 0) {
+        for (size_t i = 0; i < nk; i++)
+            n = add_spec(specs, n, max, kinds[i].name);
+        if (all) {
+            /* The spinpark variant of every kind whose default spins, so
+             * one table shows what parking buys under oversubscription. */
+            for (size_t i = 0; i < nk; i++) {
+                const char *d = kinds[i].default_wait;
+                if ((kinds[i].caps & BATON_CAP_WAIT) &&
+                    (!strcmp(d, "spin") || !strcmp(d, "backoff") || !strcmp(d, "yield"))) {
+                    char s[BENCH_SPEC_MAX];
+                    snprintf(s, sizeof s, "%.80s:spinpark", kinds[i].name);
+                    n = add_spec(specs, n, max, s);
+                }
+            }
+        }
+    } else if (strcmp(kw, "allwaits") == 0) {
+        for (size_t i = 0; i < nk; i++) {
+            if (!(kinds[i].caps & BATON_CAP_WAIT)) {
+                n = add_spec(specs, n, max, kinds[i].name);
+                continue;
+            }
+            for (unsigned w = 0; w < BATON_WAIT_KINDS; w++) {
+                if (!(kinds[i].waits & (1u << w)) || (w == BATON_WAIT_MONITOR && !monitor_available()))
+                    continue;
+                char s[BENCH_SPEC_MAX];
+                snprintf(s, sizeof s, "%.60s:%.20s", kinds[i].name, baton_wait_name((baton_wait_kind)w));
+                n = add_spec(specs, n, max, s);
+            }
+        }
+    }
+    if (all || strcmp(kw, "peers") == 0) {
+        const bench_peer_t *peers;
+        size_t np = bench_peers(&peers);
+        for (size_t i = 0; i < np; i++)
+            n = add_spec(specs, n, max, peers[i].name);
+    }
+    return n;
+}
+
+int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err,
+                       size_t errlen)
+{
+    int n = 0;
+    char item[BENCH_SPEC_MAX];
+    char pending[BENCH_SPEC_MAX] = "";
+    const char *p = arg;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (len >= sizeof item) {
+            snprintf(err, errlen, "lock spec too long: '%.*s'", (int)len, p);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (strchr(item, '=') && pending[0]) {
+            size_t used = strlen(pending);
+            if (used + 1 + len >= sizeof pending) {
+                snprintf(err, errlen, "lock spec too long: '%s,%s'", pending, item);
+                return -1;
+            }
+            pending[used] = ',';
+            memcpy(pending + used + 1, item, len + 1);
+        } else {
+            if (pending[0])
+                n = add_spec(specs, n, max, pending);
+            pending[0] = '\0';
+            if (!strcmp(item, "all") || !strcmp(item, "kinds") || !strcmp(item, "peers") ||
+                !strcmp(item, "allwaits"))
+                n = add_keyword(item, specs, n, max);
+            else if (item[0])
+                snprintf(pending, sizeof pending, "%s", item);
+        }
+        p += len;
+        if (*p != ',')
+            break;
+        p++;
+    }
+    if (pending[0])
+        n = add_spec(specs, n, max, pending);
+    if (n == 0) {
+        snprintf(err, errlen, "no locks named in '%s'", arg);
+        return -1;
+    }
+    return n;
+}
+
+/* --- local work ------------------------------------------------------------------ */
+
+void bench_local_init(bench_local_t *w, uint32_t seed)
+{
+    w->rng = seed ? seed : 0x12345678u;
+    memset(w->a, 0, sizeof w->a);
+}
+
+void bench_local_work(bench_local_t *w, uint32_t units)
+{
+    uint32_t x = w->rng;
+    for (uint32_t u = 0; u < units; u++) {
+        uint32_t r = bench_rand(&x);
+        int32_t amount = (int32_t)(r >> 16);
+        w->a[r & 63u] += amount;
+        w->a[(r >> 6) & 63u] -= amount;
+    }
+    w->rng = x;
+}
+
+double bench_local_unit_ns(void)
+{
+    static double unit;
+    if (unit > 0)
+        return unit;
+    bench_local_t w;
+    bench_local_init(&w, 1);
+    double best = 1e9;
+    for (int rep = 0; rep < 5; rep++) {
+        const uint32_t n = 2000000;
+        double t0 = bench_now();
+        bench_local_work(&w, n);
+        double t = (bench_now() - t0) / n * 1e9;
+        if (t < best)
+            best = t;
+    }
+    /* Keep the work observable so it is not optimised away. */
+    if (w.a[0] == 0x7fffffff)
+        best += 1e-12;
+    unit = best;
+    return unit;
+}
+
+int bench_parse_ints(const char *s, int *out, int max)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > 1000000 || n >= max)
+            return -1;
+        out[n++] = (int)v;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return n;
+}
+
+static int cmp_rate(const void *a, const void *b)
+{
+    const bench_result_t *x = a, *y = b;
+    double rx = x->seconds > 0 ? (double)x->ops / x->seconds : 0;
+    double ry = y->seconds > 0 ? (double)y->ops / y->seconds : 0;
+    return (rx > ry) - (rx < ry);
+}
+
+int bench_median(bench_result_t *runs, int n)
+{
+    qsort(runs, (size_t)n, sizeof runs[0], cmp_rate);
+    /* A failed run sorts by its (often zero) rate; report a failure if any
+     * run failed, since a median could hide it. */
+    for (int i = 0; i < n; i++)
+        if (runs[i].status != BENCH_OK)
+            return i;
+    return n / 2;
+}
+
+/* --- the child ---------------------------------------------------------------- */
+
+struct child {
+    const bench_workload_t *wl;
+    void *state;
+    const bench_cfg_t *cfg;
+    _Atomic int go;
+    _Atomic int ready;
+    _Atomic int stop;
+    uint64_t *ops;
+    double *finished;
+};
+
+struct thread_arg {
+    struct child *c;
+    int index;
+};
+
+static void *child_thread(void *p)
+{
+    struct thread_arg *a = p;
+    struct child *c = a->c;
+    if (c->cfg->pin_order && c->cfg->npin > 0) {
+        int cpu = c->cfg->pin_order[a->index % c->cfg->npin];
+        if (cpu >= 0)
+            (void)topo_pin_self(cpu);
+    }
+    /* Release pairs with the acquire loop in the parent thread. */
+    atomic_fetch_add_explicit(&c->ready, 1, memory_order_release);
+    /* Acquire pairs with the release store of `go`: the state is set up. */
+    while (!atomic_load_explicit(&c->go, memory_order_acquire))
+        baton_cpu_relax();
+    c->ops[a->index] = c->wl->thread_main(c->state, a->index, &c->stop);
+    c->finished[a->index] = bench_now();
+    return NULL;
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void child_run(const bench_workload_t *wl, const void *params, const char *spec,
+                      const bench_cfg_t *cfg, bench_result_t *r)
+{
+    bench_lock_t lock;
+    char err[512];
+    if (bench_lock_open(spec, &lock, err, sizeof err) != 0) {
+        r->status = BENCH_ERROR;
+        snprintf(r->message, sizeof r->message, "%.255s", err);
+        return;
+    }
+    struct child c;
+    memset(&c, 0, sizeof c);
+    c.wl = wl;
+    c.cfg = cfg;
+    c.state = wl->setup(params, &lock, cfg->threads, err, sizeof err);
+    if (!c.state) {
+        r->status = BENCH_ERROR;
+        snprintf(r->message, sizeof r->message, "%.255s", err);
+        bench_lock_close(&lock);
+        return;
+    }
+    int n = cfg->threads;
+    c.ops = calloc((size_t)n, sizeof *c.ops);
+    c.finished = calloc((size_t)n, sizeof *c.finished);
+    pthread_t *tid = calloc((size_t)n, sizeof *tid);
+    struct thread_arg *args = calloc((size_t)n, sizeof *args);
+    for (int i = 0; i < n; i++) {
+        args[i] = (struct thread_arg){&c, i};
+        if (pthread_create(&tid[i], NULL, child_thread, &args[i]) != 0) {
+            r->status = BENCH_ERROR;
+            snprintf(r->message, sizeof r->message, "pthread_create failed for thread %d", i);
+            _exit(0); /* the parent reads what we wrote so far */
+        }
+    }
+    /* Acquire pairs with each thread's release increment of `ready`. */
+    while (atomic_load_explicit(&c.ready, memory_order_acquire) < n)
+        sched_yield();
+    double e0 = machine_energy_joules();
+    double cpu0 = cpu_seconds();
+    double t0 = bench_now();
+    atomic_store_explicit(&c.go, 1, memory_order_release);
+    struct timespec d = {(time_t)cfg->duration_s,
+                         (long)((cfg->duration_s - (double)(time_t)cfg->duration_s) * 1e9)};
+    while (nanosleep(&d, &d) != 0 && errno == EINTR)
+        ;
+    /* Relaxed: the flag carries no data; joins order everything after. */
+    atomic_store_explicit(&c.stop, 1, memory_order_relaxed);
+    for (int i = 0; i < n; i++)
+        pthread_join(tid[i], NULL);
+    double t1 = 0;
+    for (int i = 0; i < n; i++)
+        if (c.finished[i] > t1)
+            t1 = c.finished[i];
+    r->cpu_s = cpu_seconds() - cpu0;
+    double e1 = machine_energy_joules();
+    r->energy_j = (e0 >= 0 && e1 >= e0) ? e1 - e0 : -1.0;
+    r->seconds = t1 - t0;
+    r->threads = n;
+    r->min_thread_ops = UINT64_MAX;
+    for (int i = 0; i < n; i++) {
+        r->ops += c.ops[i];
+        if (c.ops[i] < r->min_thread_ops)
+            r->min_thread_ops = c.ops[i];
+        if (c.ops[i] > r->max_thread_ops)
+            r->max_thread_ops = c.ops[i];
+    }
+    r->status = wl->verify(c.state, c.ops, n, r) == 0 ? BENCH_OK : BENCH_VERIFY_FAILED;
+    wl->teardown(c.state);
+    bench_lock_close(&lock);
+    free(c.ops);
+    free(c.finished);
+    free(tid);
+    free(args);
+}
+
+void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
+               const bench_cfg_t *cfg, bench_result_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->threads = cfg->threads;
+    out->energy_j = -1;
+    int fd[2];
+    if (pipe(fd) != 0) {
+        out->status = BENCH_ERROR;
+        snprintf(out->message, sizeof out->message, "pipe: %s", strerror(errno));
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        out->status = BENCH_ERROR;
+        snprintf(out->message, sizeof out->message, "fork: %s", strerror(errno));
+        close(fd[0]);
+        close(fd[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        bench_result_t r;
+        memset(&r, 0, sizeof r);
+        r.energy_j = -1;
+        r.threads = cfg->threads;
+        child_run(wl, params, spec, cfg, &r);
+        ssize_t w = write(fd[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 1);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    double deadline = bench_now() + cfg->deadline_s;
+    char *buf = (char *)out;
+    while (got < sizeof *out) {
+        double left = deadline - bench_now();
+        if (left <= 0)
+            break;
+        struct pollfd p = {fd[0], POLLIN, 0};
+        int rc = poll(&p, 1, (int)(left * 1000) + 1);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            break;
+        ssize_t k = read(fd[0], buf + got, sizeof *out - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd[0]);
+    int wstatus = 0;
+    if (got < sizeof *out) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &wstatus, 0);
+        bool timed_out = bench_now() >= deadline;
+        memset(out, 0, sizeof *out);
+        out->threads = cfg->threads;
+        out->energy_j = -1;
+        out->status = timed_out ? BENCH_TIMEOUT : BENCH_CRASHED;
+        if (timed_out)
+            snprintf(out->message, sizeof out->message,
+                     "no result within %.1f s: collapsed (killed)", cfg->deadline_s);
+        else
+            snprintf(out->message, sizeof out->message, "child died (%s)",
+                     WIFSIGNALED(wstatus) ? strsignal(WTERMSIG(wstatus)) : "exit");
+        return;
+    }
+    waitpid(pid, &wstatus, 0);
+}

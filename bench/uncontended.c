@@ -1,0 +1,208 @@
+/* uncontended.c - `baton bench uncontended`: the cost of one lock+unlock
+ * pair with no contention, for every kind through its typed API (inline
+ * fast paths) and through the dynamic API, and for every peer through its
+ * table.  It answers: how fast is the fastest kind, and what does choosing
+ * the algorithm at run time cost?
+ *
+ * One thread, pinned; N pairs timed; the median of R repetitions.  The
+ * critical section increments a counter, which is checked at the end.
+ */
+#include "bench.h"
+#include "machine.h"
+#include "topo.h"
+
+#include <baton/locks.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long counter; /* incremented inside every critical section */
+
+/* One loop per typed API: the compiler inlines each kind's fast path. */
+static void loop_tas(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_tas_lock(l); counter++; baton_tas_unlock(l); } }
+static void loop_ttas(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_ttas_lock(l); counter++; baton_ttas_unlock(l); } }
+static void loop_ticket(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_ticket_lock(l); counter++; baton_ticket_unlock(l); } }
+static void loop_mcs(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_mcs_lock(l); counter++; baton_mcs_unlock(l); } }
+static void loop_clh(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_clh_lock(l); counter++; baton_clh_unlock(l); } }
+static void loop_one(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_onespinner_lock(l); counter++; baton_onespinner_unlock(l); } }
+static void loop_relay(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_relay_lock(l); counter++; baton_relay_unlock(l); } }
+
+static int init_tas(void *l) { return baton_tas_init(l, NULL); }
+static int init_ttas(void *l) { return baton_ttas_init(l, NULL); }
+static int init_ticket(void *l) { return baton_ticket_init(l, NULL); }
+static int init_mcs(void *l) { return baton_mcs_init(l, NULL); }
+static int init_clh(void *l) { return baton_clh_init(l, NULL); }
+static int init_one(void *l) { return baton_onespinner_init(l, NULL); }
+static int init_relay(void *l) { return baton_relay_init(l, NULL, 0); }
+
+static const struct typed_kind {
+    const char *name;
+    int (*init)(void *);
+    void (*loop)(void *, uint64_t);
+} typed[] = {
+    {"tas", init_tas, loop_tas},       {"ttas", init_ttas, loop_ttas},
+    {"ticket", init_ticket, loop_ticket}, {"mcs", init_mcs, loop_mcs},
+    {"clh", init_clh, loop_clh},       {"onespinner", init_one, loop_one},
+    {"relay", init_relay, loop_relay},
+};
+
+static void loop_dynamic(baton_lock_t *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_lock(l);
+        counter++;
+        baton_unlock(l);
+    }
+}
+
+static void loop_peer(const bench_peer_t *p, void *obj, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        p->lock(obj);
+        counter++;
+        p->unlock(obj);
+    }
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return v[n / 2];
+}
+
+int cmd_bench_uncontended(int argc, char **argv);
+
+int cmd_bench_uncontended(int argc, char **argv)
+{
+    long iters = 10000000;
+    int repeat = 3;
+    const char *json = NULL;
+    static const struct option opts[] = {{"iters", required_argument, 0, 'n'},
+                                         {"repeat", required_argument, 0, 'r'},
+                                         {"json", required_argument, 0, 'j'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': iters = atol(optarg); break;
+        case 'r': repeat = atoi(optarg); break;
+        case 'j': json = optarg; break;
+        case 'h':
+            printf("usage: baton bench uncontended [--iters N] [--repeat R] [--json FILE]\n");
+            return 0;
+        default:
+            fprintf(stderr, "usage: baton bench uncontended [--iters N] [--repeat R] [--json FILE]\n");
+            return 2;
+        }
+    }
+    if (iters < 1000 || repeat < 1 || repeat > 31) {
+        fprintf(stderr, "baton bench uncontended: --iters >= 1000 and 1 <= --repeat <= 31\n");
+        return 2;
+    }
+    (void)baton_calibration();
+    (void)topo_pin_self(0);
+    const uint64_t n = (uint64_t)iters;
+    long expected = 0;
+    FILE *jf = NULL;
+    if (json) {
+        jf = fopen(json, "w");
+        if (!jf) {
+            perror(json);
+            return 1;
+        }
+        machine_t m;
+        machine_describe(&m, false);
+        fprintf(jf, "{\n  \"machine\": ");
+        machine_json(jf, &m);
+        machine_free(&m);
+        fprintf(jf, ",\n  \"iters\": %ld, \"repeat\": %d,\n  \"results\": [", iters, repeat);
+    }
+    int first = 1;
+    printf("uncontended lock+unlock, %ld pairs x %d (median), ns per pair\n\n", iters, repeat);
+    printf("%-24s %10s %10s %12s\n", "lock", "typed", "dynamic", "dynamic-typed");
+    double t[32];
+    for (size_t k = 0; k < sizeof typed / sizeof typed[0]; k++) {
+        _Alignas(BATON_CACHELINE) unsigned char mem[512];
+        if (typed[k].init(mem) != 0)
+            continue;
+        for (int r = 0; r < repeat; r++) {
+            double t0 = bench_now();
+            typed[k].loop(mem, n);
+            t[r] = (bench_now() - t0) / (double)n * 1e9;
+            expected += iters;
+        }
+        double ty = median(t, repeat);
+        baton_lock_t *l = baton_lock_new(typed[k].name);
+        if (!l)
+            continue;
+        for (int r = 0; r < repeat; r++) {
+            double t0 = bench_now();
+            loop_dynamic(l, n);
+            t[r] = (bench_now() - t0) / (double)n * 1e9;
+            expected += iters;
+        }
+        double dy = median(t, repeat);
+        printf("%-24s %10.2f %10.2f %12.2f\n", baton_lock_spec(l), ty, dy, dy - ty);
+        if (jf) {
+            fprintf(jf, "%s\n    {\"bench\": \"uncontended\", \"lock\": \"%s\", \"typed_ns\": %.3f, "
+                        "\"dynamic_ns\": %.3f}", first ? "" : ",", baton_lock_spec(l), ty, dy);
+            first = 0;
+        }
+        baton_lock_free(l);
+    }
+    /* pthread and the peers: through a function table, like the dynamic API */
+    {
+        baton_lock_t *l = baton_lock_new("pthread");
+        for (int r = 0; r < repeat; r++) {
+            double t0 = bench_now();
+            loop_dynamic(l, n);
+            t[r] = (bench_now() - t0) / (double)n * 1e9;
+            expected += iters;
+        }
+        double dy = median(t, repeat);
+        printf("%-24s %10s %10.2f\n", "pthread", "-", dy);
+        if (jf) {
+            fprintf(jf, ",\n    {\"bench\": \"uncontended\", \"lock\": \"pthread\", \"dynamic_ns\": %.3f}", dy);
+        }
+        baton_lock_free(l);
+    }
+    const bench_peer_t *peers;
+    size_t np = bench_peers(&peers);
+    for (size_t k = 0; k < np; k++) {
+        void *obj = peers[k].create();
+        if (!obj)
+            continue;
+        for (int r = 0; r < repeat; r++) {
+            double t0 = bench_now();
+            loop_peer(&peers[k], obj, n);
+            t[r] = (bench_now() - t0) / (double)n * 1e9;
+            expected += iters;
+        }
+        peers[k].destroy(obj);
+        double dy = median(t, repeat);
+        printf("%-24s %10s %10.2f\n", peers[k].name, "-", dy);
+        if (jf)
+            fprintf(jf, ",\n    {\"bench\": \"uncontended\", \"lock\": \"%s\", \"table_ns\": %.3f}",
+                    peers[k].name, dy);
+    }
+    if (jf) {
+        fprintf(jf, "\n  ]\n}\n");
+        fclose(jf);
+    }
+    printf("\n'typed' calls the kind's own inline fast path; 'dynamic' goes through baton_lock()/\n"
+           "baton_unlock(); pthread and peers are called through a function table, as the\n"
+           "dynamic API is.\n");
+    if (counter != expected) {
+        printf("VERIFY FAILED: counter %ld, expected %ld\n", counter, expected);
+        return 1;
+    }
+    return 0;
+}

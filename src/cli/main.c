@@ -1,0 +1,95 @@
+/* main.c - the `baton` command: info, kinds, bench. */
+#include <baton/baton.h>
+#include <baton/wait.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "peers/peers.h"
+
+int cmd_info(int argc, char **argv);            /* info.c */
+int cmd_bench_micro(int argc, char **argv);     /* bench/micro.c */
+int cmd_bench_uncontended(int argc, char **argv); /* bench/uncontended.c */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: baton <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  info                    the machine: topology, features, measured costs\n"
+            "  kinds                   every lock kind, its capabilities and wait policies, and the peers\n"
+            "  bench micro             lock micro-benchmark (S shared, P private lines, L local work)\n"
+            "  bench uncontended       cost of one uncontended lock+unlock, typed and dynamic API\n"
+            "  version                 print the version\n"
+            "\n"
+            "'baton <command> --help' describes a command's options.\n");
+}
+
+static int cmd_kinds(void)
+{
+    const baton_kind_info_t *k;
+    size_t n = baton_kinds(&k);
+    printf("%-12s %-9s %-44s %s\n", "kind", "default", "capabilities", "summary");
+    for (size_t i = 0; i < n; i++) {
+        char caps[128] = "";
+        static const struct { unsigned bit; const char *name; } names[] = {
+            {BATON_CAP_TRYLOCK, "trylock"}, {BATON_CAP_WAIT, "wait"},
+            {BATON_CAP_OWNER, "owner"},     {BATON_CAP_FIFO, "fifo"},
+            {BATON_CAP_NOCOLLAPSE, "nocollapse"}, {BATON_CAP_EXECUTE, "execute"},
+            {BATON_CAP_DELEGATE, "delegate"}};
+        for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
+            if (k[i].caps & names[j].bit) {
+                strncat(caps, caps[0] ? "," : "", sizeof caps - strlen(caps) - 1);
+                strncat(caps, names[j].name, sizeof caps - strlen(caps) - 1);
+            }
+        printf("%-12s %-9s %-44s %s\n", k[i].name, k[i].default_wait, caps, k[i].summary);
+        if (k[i].options[0])
+            printf("%-12s options: %s\n", "", k[i].options);
+    }
+    printf("\nwait policies: ");
+    for (unsigned w = 0; w < BATON_WAIT_KINDS; w++)
+        printf("%s, ", baton_wait_policy_name(w));
+    printf("auto\nspec grammar: kind[:wait][,key=value...], e.g. relay:spinpark,slice_us=100\n");
+    const bench_peer_t *p;
+    size_t np = bench_peers(&p);
+    printf("\npeers in this build (baton bench only):\n");
+    for (size_t i = 0; i < np; i++)
+        printf("  %-18s %s\n", p[i].name, p[i].summary);
+    if (np == 0)
+        printf("  none (install libck-dev, libabsl-dev, libtbb-dev and rebuild)\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "info"))
+        return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "kinds"))
+        return cmd_kinds();
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("baton %s\n", baton_version());
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "bench")) {
+        if (argc >= 3 && !strcmp(argv[2], "micro"))
+            return cmd_bench_micro(argc - 2, argv + 2);
+        if (argc >= 3 && !strcmp(argv[2], "uncontended"))
+            return cmd_bench_uncontended(argc - 2, argv + 2);
+        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, uncontended\n",
+                argc >= 3 ? argv[2] : "");
+        return 2;
+    }
+    fprintf(stderr, "baton: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}
