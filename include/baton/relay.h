@@ -4,32 +4,38 @@
  * over any window longer than a slice (default 50 us), and no collapse when
  * threads outnumber cores.
  *
- * State.  `word` is 0 when free, else the owner's token (its thread
- * pointer, always even) with bit 0 (RELAY_HANDOFF) set when the queue head has asked
- * for the lock to be handed to it.  `tail` is an MCS-style queue of waiters.
+ * State (one cache line):
+ *   word     0 when free, else the owner's token (its thread pointer)
+ *   handoff  1 while the queue head demands the lock: nobody may barge
+ *   tail     MCS-style queue of waiters; `head` names the queue head's node
  *
- *   word            meaning
- *   0               free: anyone may take it with one compare-and-swap
- *   owner           held; arrivals join the queue
- *   owner|HANDOFF   held; the head waited a whole slice, so the owner's
- *                   unlock passes ownership straight to the head
+ * Acquire: if no handoff is pending, one CAS 0 -> self.  Barging is what
+ * keeps the lock on one core while its owner loops, so neither the lock
+ * word nor the protected data moves between caches.  Otherwise join the
+ * queue.  Only the queue head polls `word`, with exponential backoff, so it
+ * rarely steals the line from a busy owner; every other waiter waits on its
+ * own node by the lock's wait policy (default: spin for the calibrated
+ * budget, then park), so at most two threads per lock (owner and head) are
+ * runnable however many wait.  An owner's tenure lasts one slice while a
+ * head waits: every 64th release the owner reads the clock and, once the
+ * slice is over, hands the lock to the head directly.  Should the owner not
+ * release (a long critical section, a preempted owner), the head, after a
+ * slice of its own waiting, sets `handoff`, which stops barging and makes
+ * the next release a hand-over.  On acquiring, the head leaves the queue
+ * and promotes its successor (waking it if parked).
  *
- * Acquire: one CAS 0 -> self (barging is allowed, which is what keeps the
- * lock on one core while its owner loops: no cache line moves).  Otherwise
- * join the queue.  Only the queue head polls `word`, with exponential backoff
- * so that it rarely steals the line from a busy owner; every other waiter
- * waits on its own node by the lock's wait policy (default: spin for the
- * calibrated budget, then park), so at most two threads (owner and head) are
- * runnable per lock however many wait.  When the head has waited a slice it
- * sets HANDOFF and waits on its node; from then on no one can barge, and the
- * owner's unlock hands over directly.  On acquiring, the head leaves the
- * queue and promotes its successor to head (waking it if parked).
- *
- * Release: one CAS self -> 0; it fails only if HANDOFF is set (handoff) or
- * the caller is not the owner (EPERM).
+ * Release: a plain store of 0, after checking (plain loads of a line the
+ * owner holds) that the caller is the owner (else EPERM) and that no
+ * handoff is pending (else hand over).  So an uncontended lock+unlock costs
+ * one atomic read-modify-write, as a test-and-set lock does.  The owner's
+ * check of `handoff` and the head's setting of it can cross; the head
+ * therefore keeps polling `word` after it demands the lock and, if it
+ * parks, parks with a timeout, so the crossing costs at most that timeout
+ * once, never a lost wake-up.
  *
  * Owner: tracked (EPERM).  Fairness: a waiter at queue position k acquires
- * within about k slices.
+ * within about k slices.  trylock returns EBUSY while a handoff is pending,
+ * even at the instant the word is free: the lock is spoken for.
  */
 #ifndef BATON_RELAY_H
 #define BATON_RELAY_H
@@ -44,21 +50,30 @@ extern "C" {
 
 struct baton_qnode;
 
-#define BATON_RELAY_HANDOFF ((uintptr_t)1)
 #define BATON_RELAY_SLICE_NS_DEFAULT 50000u
 
 typedef struct baton_relay {
     _Alignas(BATON_CACHELINE) _Atomic uintptr_t word;
+    _Atomic uint32_t handoff;
+    uint32_t slice_ns; /* an owner's tenure while others wait */
     _Atomic(struct baton_qnode *) tail;
     _Atomic(struct baton_qnode *) head; /* the queue head's node, set by the head */
+    /* Tenure accounting, touched only by the owner (ordered by the lock). */
+    uint32_t count;          /* releases; the tenure is checked every 64th */
+    uintptr_t tenure_owner;  /* whose tenure tenure_start dates */
+    uint64_t tenure_start;   /* ns */
     baton_wait_t wait;
-    uint32_t slice_ns; /* how long the head waits before demanding a handoff */
 } baton_relay_t;
+
+/* The owner checks its tenure every BATON_RELAY_CHECK_EVERY releases: a
+ * clock read (~20 ns) amortised to well under a nanosecond. */
+#define BATON_RELAY_CHECK_EVERY 64u
 
 BATON_API int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait, uint32_t slice_ns); /* NULL, 0: defaults */
 BATON_API int baton_relay_destroy(baton_relay_t *l);
 BATON_API void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self);
-BATON_API int baton_relay_unlock_slow(baton_relay_t *l, uintptr_t self);
+BATON_API void baton_relay_hand_over(baton_relay_t *l, struct baton_qnode *head);
+BATON_API struct baton_qnode *baton_relay_tenure_over(baton_relay_t *l, uintptr_t self);
 
 /* The owner token: the thread pointer, which on glibc is pthread_self()
  * but costs one register read instead of a call. */
@@ -74,7 +89,10 @@ static inline uintptr_t baton_relay_self(void)
 static inline int baton_relay_trylock(baton_relay_t *l)
 {
     uintptr_t expected = 0;
-    /* Acquire pairs with the release CAS in baton_relay_unlock(). */
+    /* Relaxed: a stale 0 only lets us try the CAS, which decides. */
+    if (baton_load(&l->handoff, memory_order_relaxed))
+        return EBUSY;
+    /* Acquire pairs with the release store in baton_relay_unlock(). */
     return baton_cas(&l->word, &expected, baton_relay_self(), memory_order_acquire,
                      memory_order_relaxed) ? 0 : EBUSY;
 }
@@ -83,7 +101,8 @@ static inline void baton_relay_lock(baton_relay_t *l)
 {
     uintptr_t self = baton_relay_self();
     uintptr_t expected = 0;
-    if (BATON_LIKELY(baton_cas(&l->word, &expected, self, memory_order_acquire, memory_order_relaxed)))
+    if (BATON_LIKELY(!baton_load(&l->handoff, memory_order_relaxed) &&
+                     baton_cas(&l->word, &expected, self, memory_order_acquire, memory_order_relaxed)))
         return;
     baton_relay_lock_slow(l, self);
 }
@@ -91,13 +110,27 @@ static inline void baton_relay_lock(baton_relay_t *l)
 static inline int baton_relay_unlock(baton_relay_t *l)
 {
     uintptr_t self = baton_relay_self();
-    uintptr_t expected = self;
-    /* Release pairs with the acquiring CAS of the next owner.  On failure
-     * acquire, so that the handoff path sees the head's node published
-     * before the head set HANDOFF. */
-    if (BATON_LIKELY(baton_cas(&l->word, &expected, 0, memory_order_release, memory_order_acquire)))
+    /* Relaxed: only the owner stores its own token; anyone else reads a
+     * value that is not theirs. */
+    if (BATON_UNLIKELY(baton_load(&l->word, memory_order_relaxed) != self))
+        return EPERM;
+    /* Acquire pairs with the head's release store of `handoff`, so that the
+     * hand-over path sees the head's node. */
+    if (BATON_UNLIKELY(baton_load(&l->handoff, memory_order_acquire) != 0)) {
+        baton_relay_hand_over(l, baton_load(&l->head, memory_order_relaxed));
         return 0;
-    return baton_relay_unlock_slow(l, self);
+    }
+    /* Our tenure is over if others wait and a slice has passed. */
+    if (BATON_UNLIKELY(++l->count % BATON_RELAY_CHECK_EVERY == 0)) {
+        struct baton_qnode *h = baton_relay_tenure_over(l, self);
+        if (h) {
+            baton_relay_hand_over(l, h);
+            return 0;
+        }
+    }
+    /* Release pairs with the acquiring CAS of the next owner. */
+    baton_store(&l->word, 0, memory_order_release);
+    return 0;
 }
 
 static inline int baton_relay_is_locked(baton_relay_t *l)

@@ -138,6 +138,9 @@ BATON_API bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *add
 /* Sleep in the kernel while *word == val (futex wait; may return spuriously).
  * Callers set BATON_WAIT_PARKED (or their own "sleeper" encoding) first. */
 BATON_API void baton_park(_Atomic uint32_t *word, uint32_t val);
+/* The same, for at most `ns` nanoseconds: the safety net of protocols whose
+ * wake-up is best-effort (see relay.c). */
+BATON_API void baton_park_timeout(_Atomic uint32_t *word, uint32_t val, uint64_t ns);
 
 /* Costs measured on the running machine, once, at first use. */
 typedef struct baton_calibration {

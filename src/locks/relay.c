@@ -1,16 +1,18 @@
 /* relay.c - the relay lock: queueing, the head's poll, handoff.  The state
- * machine and the design argument are in baton/relay.h.
+ * and the design argument are in baton/relay.h.
  *
  * Node states (the waited-on word of each queued thread):
  *   RELAY_QUEUED   behind the head; waits by the lock's policy (may park)
  *   RELAY_HEAD     at the head: polls the lock word
- *   RELAY_GRANTED  the owner handed the lock over (after HANDOFF)
+ *   RELAY_GRANTED  the owner handed the lock over (after `handoff`)
  *
- * Lock word transitions:
- *   0 -> self                 acquire (fast path, or the head's poll)
- *   self -> 0                 release (fast path)
- *   owner -> owner|HANDOFF    the head, after waiting a slice
- *   owner|HANDOFF -> head     the owner's unlock: direct handoff
+ * Transitions of (word, handoff):
+ *   (0, 0)     -> (self, 0)   acquire: fast path, or the head's poll
+ *   (self, 0)  -> (0, 0)      release
+ *   (o, 0)     -> (o, 1)      the head, after waiting a slice
+ *   (o, 1)     -> (head, 0)   the owner's unlock: hand over, then GRANTED
+ *   (0, 1)     -> (head, 0)   the head takes a lock whose owner released
+ *                             without seeing its demand (the crossing)
  */
 #include <baton/relay.h>
 #include "../core/thread.h"
@@ -21,18 +23,32 @@
 
 enum { RELAY_QUEUED = 0, RELAY_HEAD = 1, RELAY_GRANTED = 2 };
 
+
 /* The head's poll of the lock word backs off exponentially up to this many
  * spin hints (about 1.5 us at the ~24 ns per hint measured on the reference
  * machine): often enough to find a free lock within a few hundred
- * nanoseconds when owners do work outside the lock, rarely enough that a
- * busy owner loses the line to the poll only once per ~100 acquisitions. */
+ * nanoseconds when owners work outside the lock, rarely enough that a busy
+ * owner loses the line to the poll only once per ~100 acquisitions. */
 #define RELAY_POLL_MAX 64u
+
+/* A head that demanded the lock and parks does so for at most this long
+ * before it re-reads the word: the bound on what a crossing of its demand
+ * with an owner's plain release can cost (see baton/relay.h).  1 ms: far
+ * above a futex wake-up, far below anything a user would notice. */
+#define RELAY_PARK_TIMEOUT_NS 1000000u
+
+/* The policy of waiters behind the head under parking policies. */
+static const baton_wait_t park_now = {.kind = BATON_WAIT_PARK};
 
 int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait, uint32_t slice_ns)
 {
     atomic_init(&l->word, 0);
+    atomic_init(&l->handoff, 0u);
     atomic_init(&l->tail, NULL);
     atomic_init(&l->head, NULL);
+    l->count = 0;
+    l->tenure_owner = 0;
+    l->tenure_start = 0;
     l->slice_ns = slice_ns ? slice_ns : BATON_RELAY_SLICE_NS_DEFAULT;
     if (wait)
         l->wait = *wait;
@@ -52,6 +68,12 @@ int baton_relay_destroy(baton_relay_t *l)
  * promote our successor to head. */
 static void dequeue(baton_relay_t *l, baton_qnode_t *n)
 {
+    /* We own the lock: nobody may hand it to our node any more. */
+    baton_store(&l->head, NULL, memory_order_relaxed);
+    /* A demand we made may still be up: an owner whose tenure ended can
+     * grant us the lock just as we set `handoff`.  Only a head sets it and
+     * we are the owner now, so clear it before promoting the next head. */
+    baton_store(&l->handoff, 0u, memory_order_relaxed);
     baton_qnode_t *expected = n;
     if (baton_load(&l->tail, memory_order_relaxed) == n &&
         baton_cas(&l->tail, &expected, NULL, memory_order_acq_rel, memory_order_relaxed)) {
@@ -70,8 +92,46 @@ static void dequeue(baton_relay_t *l, baton_qnode_t *n)
             sched_yield();
     }
     /* Release: the successor reads the lock state after seeing RELAY_HEAD. */
-    baton_wait_store(&l->wait, &next->state, RELAY_HEAD);
+    if (!baton_wait_may_park(&l->wait)) {
+        baton_store(&next->state, RELAY_HEAD, memory_order_release);
+    } else if (baton_xchg(&next->state, RELAY_HEAD, memory_order_acq_rel) & BATON_WAIT_PARKED) {
+        baton_wake_all(&next->state);
+        /* If the new head shares our core it cannot run, publish itself
+         * and take over the queue until we leave the core; give it the
+         * chance now (a no-op costing ~0.1 us if it runs elsewhere). */
+        sched_yield();
+    }
     baton_qnode_put(n);
+}
+
+/* After demanding the lock: wait until the owner grants it, or until the
+ * word is free (the owner released without seeing the demand), by the
+ * lock's policy; parking is bounded by RELAY_PARK_TIMEOUT_NS. */
+static void await_grant(baton_relay_t *l, baton_qnode_t *n, uintptr_t self)
+{
+    baton_waiter_t s;
+    baton_waiter_init(&s, &l->wait);
+    for (;;) {
+        /* Acquire pairs with the release in the owner's hand-over. */
+        uint32_t st = baton_load(&n->state, memory_order_acquire);
+        if ((st & ~BATON_WAIT_PARKED) == RELAY_GRANTED)
+            return;
+        uintptr_t w = baton_load(&l->word, memory_order_relaxed);
+        if (w == 0) {
+            /* Acquire pairs with the owner's release store of 0. */
+            if (baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed)) {
+                baton_store(&l->handoff, 0u, memory_order_relaxed);
+                return;
+            }
+            continue;
+        }
+        if (baton_waiter_pause(&s, &n->state, st))
+            continue;
+        if (!(st & BATON_WAIT_PARKED) &&
+            !baton_cas(&n->state, &st, st | BATON_WAIT_PARKED, memory_order_relaxed, memory_order_relaxed))
+            continue;
+        baton_park_timeout(&n->state, st | BATON_WAIT_PARKED, RELAY_PARK_TIMEOUT_NS);
+    }
 }
 
 void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
@@ -84,64 +144,104 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
     baton_qnode_t *pred = baton_xchg(&l->tail, n, memory_order_acq_rel);
     if (pred) {
         baton_store(&pred->next, n, memory_order_release);
-        (void)baton_wait_while_eq(&l->wait, &n->state, RELAY_QUEUED); /* acquire inside */
+        /* Behind the head we wait at least the rest of its slice, longer
+         * than any spin budget: under a policy that may park, park at
+         * once, so that only the owner and the head compete for cores.
+         * The head promotes us when it acquires, a whole slice before we
+         * matter, which hides our wake-up latency. */
+        (void)baton_wait_while_eq(baton_wait_may_park(&l->wait) ? &park_now : &l->wait, &n->state,
+                                  RELAY_QUEUED); /* acquire inside */
     } else {
         /* Head at once: nobody will promote us, so say it ourselves (the
-         * handoff wait below waits for the state to leave RELAY_HEAD). */
+         * grant wait below waits for the state to leave RELAY_HEAD). */
         baton_store(&n->state, RELAY_HEAD, memory_order_relaxed);
     }
 
-    /* We are the head.  Publish our node for a possible handoff (the
-     * release CAS that sets HANDOFF orders this store before it). */
-    baton_store(&l->head, n, memory_order_relaxed);
-    /* Poll the word until it is free or a slice has passed; then demand a
-     * handoff and wait on our node by the lock's policy.  Under the pure
-     * park policy there is no polling: demand at once and sleep. */
+    /* We are the head.  Publish our node for a hand-over.  Release pairs
+     * with the owner's acquire load in baton_relay_tenure_over(). */
+    baton_store(&l->head, n, memory_order_release);
+    /* Poll the word until it is free or a slice has passed, then demand
+     * the lock.  Under the pure park policy there is no polling. */
     const bool poll = l->wait.kind != BATON_WAIT_PARK;
     const uint64_t start = baton_now_ns();
     uint32_t delay = 1;
     unsigned polls = 0;
+    bool idle = false;
     for (;;) {
+        /* An owner whose tenure ended may grant us the lock at any time.
+         * Acquire pairs with the release in baton_relay_hand_over(). */
+        if (baton_load(&n->state, memory_order_acquire) == RELAY_GRANTED)
+            break;
         uintptr_t w = baton_load(&l->word, memory_order_relaxed);
-        if (w == 0) {
-            /* Acquire pairs with the owner's releasing CAS. */
+        if (w == 0 && idle) {
+            /* Free on two polls in a row: the owner is not looping on the
+             * lock (it left, or works between critical sections), so
+             * taking it costs nobody a tenure.  Acquire pairs with the
+             * owner's release store of 0. */
             if (baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed))
                 break;
             continue;
         }
-        /* Reading the clock costs ~20 ns, so only every 8th poll. */
-        if (poll && ((++polls & 7u) != 0 || baton_now_ns() - start < l->slice_ns)) {
+        /* Free once may be an owner between two of its critical sections;
+         * grabbing it then would end that owner's tenure after a few
+         * operations.  Look again after the pause. */
+        idle = w == 0;
+        /* Reading the clock costs ~20 ns: while the polls are short, only
+         * every 8th poll; once they yield, every poll (a yield may give
+         * the core away for a whole scheduler slice). */
+        bool yielding = delay >= RELAY_POLL_MAX && l->wait.kind != BATON_WAIT_SPIN;
+        if (poll && ((!yielding && (++polls & 7u) != 0) || baton_now_ns() - start < l->slice_ns)) {
             for (uint32_t i = 0; i < delay; i++)
                 baton_cpu_relax();
             if (delay < RELAY_POLL_MAX)
                 delay *= 2;
+            else if (yielding)
+                /* Polling for longer than a few microseconds: if the owner
+                 * shares our core, let it run (with a core to ourselves
+                 * this returns at once, for ~0.1 us). */
+                sched_yield();
             continue;
         }
         /* Demand the lock.  Release: publishes l->head to the owner, whose
-         * failing unlock CAS reads this with acquire. */
-        if (!baton_cas(&l->word, &w, w | BATON_RELAY_HANDOFF, memory_order_release,
-                       memory_order_relaxed))
-            continue; /* changed under us: re-examine (maybe free now) */
-        (void)baton_wait_while_eq(&l->wait, &n->state, RELAY_HEAD); /* acquire inside */
-        break; /* RELAY_GRANTED: the owner stored our token in the word */
+         * unlock reads `handoff` with acquire. */
+        baton_store(&l->handoff, 1u, memory_order_release);
+        await_grant(l, n, self);
+        break;
     }
     dequeue(l, n);
 }
 
-int baton_relay_unlock_slow(baton_relay_t *l, uintptr_t self)
+baton_qnode_t *baton_relay_tenure_over(baton_relay_t *l, uintptr_t self)
 {
-    uintptr_t w = baton_load(&l->word, memory_order_acquire);
-    if ((w & ~BATON_RELAY_HANDOFF) != self)
-        return EPERM;
-    /* HANDOFF is set and only we (the owner) can clear it.  Acquire above
-     * pairs with the head's release CAS, so l->head is its node. */
-    baton_qnode_t *h = baton_load(&l->head, memory_order_relaxed);
+    /* Acquire pairs with the head's release store of its node. */
+    baton_qnode_t *h = baton_load(&l->head, memory_order_acquire);
+    if (h == NULL) {
+        l->tenure_owner = 0; /* nobody waits: no tenure is running */
+        return NULL;
+    }
+    uint64_t now = baton_now_ns();
+    if (l->tenure_owner != self) {
+        l->tenure_owner = self;
+        l->tenure_start = now;
+        return NULL;
+    }
+    if (now - l->tenure_start < l->slice_ns)
+        return NULL;
+    l->tenure_owner = 0;
+    return h;
+}
+
+void baton_relay_hand_over(baton_relay_t *l, baton_qnode_t *h)
+{
+    /* h is the head's node: the caller saw `handoff` with acquire, or read
+     * l->head with acquire; both pair with the head's release. */
     uintptr_t token = atomic_load_explicit(&h->owner, memory_order_relaxed);
-    /* Ownership passes in the word first; the release in baton_wait_store
-     * below publishes it, and the critical section, to the head. */
+    /* handoff first, then the word: a barger that sees handoff 0 still
+     * finds the word held (ours, then the head's) and fails its CAS. */
+    baton_store(&l->handoff, 0u, memory_order_relaxed);
     baton_store(&l->word, token, memory_order_relaxed);
+    /* Release publishes the word and the critical section to the head. */
     baton_wait_store(&l->wait, &h->state, RELAY_GRANTED);
-    return 0;
 }
 
 /* --- registry entry ------------------------------------------------------- */

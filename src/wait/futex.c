@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 void baton_park(_Atomic uint32_t *word, uint32_t val)
@@ -17,6 +18,13 @@ void baton_park(_Atomic uint32_t *word, uint32_t val)
      * wake-up is lost.  EINTR and spurious returns are fine: every caller
      * re-checks its condition in a loop. */
     (void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+void baton_park_timeout(_Atomic uint32_t *word, uint32_t val, uint64_t ns)
+{
+    /* FUTEX_WAIT takes a relative timeout. */
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    (void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
 }
 
 void baton_wake_all(_Atomic uint32_t *word)
