@@ -58,8 +58,10 @@ typedef struct baton_relay {
     uint32_t slice_ns; /* an owner's tenure while others wait */
     _Atomic(struct baton_qnode *) tail;
     _Atomic(struct baton_qnode *) head; /* the queue head's node, set by the head */
-    /* Tenure accounting, touched only by the owner (ordered by the lock). */
-    uint32_t count;          /* releases; the tenure is checked every 64th */
+    /* Tenure accounting, written only by the owner (ordered by the lock). */
+    _Atomic uint32_t count;  /* releases; the tenure is checked every 64th;
+                                the head reads it to tell a busy owner from
+                                an idle lock */
     uintptr_t tenure_owner;  /* whose tenure tenure_start dates */
     uint64_t tenure_start;   /* ns */
     baton_wait_t wait;
@@ -121,7 +123,11 @@ static inline int baton_relay_unlock(baton_relay_t *l)
         return 0;
     }
     /* Our tenure is over if others wait and a slice has passed. */
-    if (BATON_UNLIKELY(++l->count % BATON_RELAY_CHECK_EVERY == 0)) {
+    /* Relaxed load and store, not an atomic increment: only the owner
+     * writes the count; the head reads it racily (see relay.c). */
+    uint32_t c = baton_load(&l->count, memory_order_relaxed) + 1;
+    baton_store(&l->count, c, memory_order_relaxed);
+    if (BATON_UNLIKELY(c % BATON_RELAY_CHECK_EVERY == 0)) {
         struct baton_qnode *h = baton_relay_tenure_over(l, self);
         if (h) {
             baton_relay_hand_over(l, h);

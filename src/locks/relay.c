@@ -31,6 +31,12 @@ enum { RELAY_QUEUED = 0, RELAY_HEAD = 1, RELAY_GRANTED = 2 };
  * owner loses the line to the poll only once per ~100 acquisitions. */
 #define RELAY_POLL_MAX 64u
 
+/* The owner ends its own tenure after one slice (it reads the clock every
+ * 64 releases), which keeps tenures equal.  The head demands the lock only
+ * after this many slices of waiting: the fallback for owners that do not
+ * release (long critical sections, owners preempted while holding). */
+#define RELAY_DEMAND_SLICES 4u
+
 /* A head that demanded the lock and parks does so for at most this long
  * before it re-reads the word: the bound on what a crossing of its demand
  * with an owner's plain release can cost (see baton/relay.h).  1 ms: far
@@ -46,7 +52,7 @@ int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait, uint32_t slice_
     atomic_init(&l->handoff, 0u);
     atomic_init(&l->tail, NULL);
     atomic_init(&l->head, NULL);
-    l->count = 0;
+    atomic_init(&l->count, 0u);
     l->tenure_owner = 0;
     l->tenure_start = 0;
     l->slice_ns = slice_ns ? slice_ns : BATON_RELAY_SLICE_NS_DEFAULT;
@@ -74,6 +80,9 @@ static void dequeue(baton_relay_t *l, baton_qnode_t *n)
      * grant us the lock just as we set `handoff`.  Only a head sets it and
      * we are the owner now, so clear it before promoting the next head. */
     baton_store(&l->handoff, 0u, memory_order_relaxed);
+    /* Our tenure starts now (a stale tenure of ours would end it at once). */
+    l->tenure_owner = baton_relay_self();
+    l->tenure_start = baton_now_ns();
     baton_qnode_t *expected = n;
     if (baton_load(&l->tail, memory_order_relaxed) == n &&
         baton_cas(&l->tail, &expected, NULL, memory_order_acq_rel, memory_order_relaxed)) {
@@ -166,40 +175,52 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
     const uint64_t start = baton_now_ns();
     uint32_t delay = 1;
     unsigned polls = 0;
-    bool idle = false;
+    bool seen_free = false, gave_way = false;
+    uint32_t seen_count = 0;
     for (;;) {
         /* An owner whose tenure ended may grant us the lock at any time.
          * Acquire pairs with the release in baton_relay_hand_over(). */
         if (baton_load(&n->state, memory_order_acquire) == RELAY_GRANTED)
             break;
         uintptr_t w = baton_load(&l->word, memory_order_relaxed);
-        if (w == 0 && idle) {
-            /* Free on two polls in a row: the owner is not looping on the
-             * lock (it left, or works between critical sections), so
-             * taking it costs nobody a tenure.  Acquire pairs with the
-             * owner's release store of 0. */
+        /* Relaxed: a racy read of the owner's release count; a stale value
+         * only delays or hastens our CAS, which decides. */
+        uint32_t c = baton_load(&l->count, memory_order_relaxed);
+        if (w == 0 && seen_free && c == seen_count && gave_way) {
+            /* Free, with no release since we last looked and after we let
+             * the owner run: nobody is using the lock (its owner left, or
+             * waits for something else), so taking it costs nobody a
+             * tenure.  Acquire pairs with the owner's release store of 0. */
             if (baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed))
                 break;
             continue;
         }
-        /* Free once may be an owner between two of its critical sections;
-         * grabbing it then would end that owner's tenure after a few
-         * operations.  Look again after the pause. */
-        idle = w == 0;
+        /* Free once, or free with releases in between, is an owner busy
+         * between critical sections, or one that shares our core and that
+         * the scheduler paused; taking the lock then would cut its tenure
+         * short (every time, if the queue keeps the two on one core). */
+        if (w != 0 || c != seen_count || !seen_free)
+            gave_way = false;
+        seen_free = w == 0;
+        seen_count = c;
         /* Reading the clock costs ~20 ns: while the polls are short, only
          * every 8th poll; once they yield, every poll (a yield may give
          * the core away for a whole scheduler slice). */
         bool yielding = delay >= RELAY_POLL_MAX && l->wait.kind != BATON_WAIT_SPIN;
-        if (poll && ((!yielding && (++polls & 7u) != 0) || baton_now_ns() - start < l->slice_ns)) {
+        if (poll && ((!yielding && (++polls & 7u) != 0) ||
+                     baton_now_ns() - start < RELAY_DEMAND_SLICES * (uint64_t)l->slice_ns)) {
             for (uint32_t i = 0; i < delay; i++)
                 baton_cpu_relax();
-            if (delay < RELAY_POLL_MAX)
+            if (delay < RELAY_POLL_MAX) {
                 delay *= 2;
-            else if (yielding)
-                /* Polling for longer than a few microseconds: if the owner
-                 * shares our core, let it run (with a core to ourselves
-                 * this returns at once, for ~0.1 us). */
-                sched_yield();
+            } else {
+                if (yielding)
+                    /* Polling for longer than a few microseconds: if the
+                     * owner shares our core, let it run (with a core to
+                     * ourselves this returns at once, for ~0.1 us). */
+                    sched_yield();
+                gave_way = seen_free; /* a full poll interval (and a yield) */
+            }
             continue;
         }
         /* Demand the lock.  Release: publishes l->head to the owner, whose
