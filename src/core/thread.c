@@ -22,12 +22,7 @@ static baton_qnode_t *free_nodes;             /* under arena_mutex */
 static baton_qnode_t *free_monitors;          /* under arena_mutex */
 static pthread_mutex_t arena_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-struct thread_state {
-    baton_qnode_t *pool;
-    baton_qnode_t *monitor;
-};
-
-static _Thread_local struct thread_state *tls_state __attribute__((tls_model("initial-exec")));
+_Thread_local baton_thread_state_t *baton_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -72,7 +67,7 @@ static baton_qnode_t *arena_take(baton_qnode_t **list)
 
 static void thread_exit(void *arg)
 {
-    struct thread_state *ts = arg;
+    baton_thread_state_t *ts = arg;
     pthread_mutex_lock(&arena_mutex);
     while (ts->pool) {
         baton_qnode_t *n = ts->pool;
@@ -86,7 +81,7 @@ static void thread_exit(void *arg)
     }
     pthread_mutex_unlock(&arena_mutex);
     free(ts);
-    tls_state = NULL;
+    baton_tls = NULL;
 }
 
 static void make_key(void)
@@ -97,9 +92,9 @@ static void make_key(void)
     }
 }
 
-static struct thread_state *state(void)
+baton_thread_state_t *baton_thread_state_slow(void)
 {
-    struct thread_state *ts = tls_state;
+    baton_thread_state_t *ts = baton_tls;
     if (BATON_LIKELY(ts != NULL))
         return ts;
     pthread_once(&key_once, make_key);
@@ -108,16 +103,16 @@ static struct thread_state *state(void)
         fprintf(stderr, "baton: out of memory for thread state\n");
         abort();
     }
-    tls_state = ts;
+    baton_tls = ts;
     pthread_setspecific(exit_key, ts);
     return ts;
 }
 
-baton_qnode_t *baton_qnode_get(void)
+baton_qnode_t *baton_qnode_get_slow(void)
 {
-    struct thread_state *ts = state();
+    baton_thread_state_t *ts = baton_thread_state_slow();
     baton_qnode_t *n = ts->pool;
-    if (BATON_LIKELY(n != NULL)) {
+    if (n != NULL) {
         ts->pool = n->pool_next;
     } else {
         pthread_mutex_lock(&arena_mutex);
@@ -129,17 +124,10 @@ baton_qnode_t *baton_qnode_get(void)
     return n;
 }
 
-void baton_qnode_put(baton_qnode_t *n)
+baton_qnode_t *baton_thread_monitor_slow(void)
 {
-    struct thread_state *ts = state();
-    n->pool_next = ts->pool;
-    ts->pool = n;
-}
-
-baton_qnode_t *baton_thread_monitor(void)
-{
-    struct thread_state *ts = state();
-    if (BATON_LIKELY(ts->monitor != NULL))
+    baton_thread_state_t *ts = baton_thread_state_slow();
+    if (ts->monitor != NULL)
         return ts->monitor;
     pthread_mutex_lock(&arena_mutex);
     ts->monitor = arena_take(&free_monitors);

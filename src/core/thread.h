@@ -27,23 +27,63 @@ typedef struct baton_qnode {
 
 _Static_assert(sizeof(baton_qnode_t) == BATON_CACHELINE, "one queue node per cache line");
 
-/* A node from the calling thread's pool (allocated on demand). */
-baton_qnode_t *baton_qnode_get(void);
-/* Give a node back to the calling thread's pool. */
-void baton_qnode_put(baton_qnode_t *n);
-/* The node with a given index (which must have been handed out). */
-baton_qnode_t *baton_qnode_at(uint32_t index);
-/* The calling thread's 1spinner monitor (state = generation). */
-baton_qnode_t *baton_thread_monitor(void);
+#include <baton/relay.h>
 
 /* A token naming the calling thread, unique among live threads, never 0 and
- * always even. */
-static inline uintptr_t baton_self_token(void);
-
-#include <baton/relay.h>
+ * always even: its thread pointer. */
 static inline uintptr_t baton_self_token(void)
 {
     return baton_relay_self();
+}
+
+/* The calling thread's state.  Initial-exec TLS: one %fs-relative load in
+ * the library (which programs load at start-up, or with LD_PRELOAD). */
+typedef struct baton_thread_state {
+    baton_qnode_t *pool;    /* free queue nodes */
+    baton_qnode_t *monitor; /* 1spinner monitor, allocated on first use */
+} baton_thread_state_t;
+
+extern _Thread_local baton_thread_state_t *baton_tls __attribute__((tls_model("initial-exec")));
+
+/* Slow halves: create the thread's state, refill the pool. */
+baton_qnode_t *baton_qnode_get_slow(void);
+baton_thread_state_t *baton_thread_state_slow(void);
+baton_qnode_t *baton_thread_monitor_slow(void);
+
+/* A node from the calling thread's pool (allocated on demand). */
+static inline baton_qnode_t *baton_qnode_get(void)
+{
+    baton_thread_state_t *ts = baton_tls;
+    baton_qnode_t *n;
+    if (BATON_UNLIKELY(ts == NULL || (n = ts->pool) == NULL))
+        return baton_qnode_get_slow();
+    ts->pool = n->pool_next;
+    /* Relaxed: read only by this thread's own unlock, and racily by
+     * others comparing against their own token. */
+    atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
+    return n;
+}
+
+/* Give a node back to the calling thread's pool. */
+static inline void baton_qnode_put(baton_qnode_t *n)
+{
+    baton_thread_state_t *ts = baton_tls;
+    if (BATON_UNLIKELY(ts == NULL))
+        ts = baton_thread_state_slow();
+    n->pool_next = ts->pool;
+    ts->pool = n;
+}
+
+/* The node with a given index (which must have been handed out). */
+baton_qnode_t *baton_qnode_at(uint32_t index);
+
+/* The calling thread's 1spinner monitor (state = generation). */
+static inline baton_qnode_t *baton_thread_monitor(void)
+{
+    baton_thread_state_t *ts = baton_tls;
+    if (BATON_LIKELY(ts != NULL && ts->monitor != NULL))
+        return ts->monitor;
+    return baton_thread_monitor_slow();
 }
 
 #endif

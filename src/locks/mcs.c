@@ -35,20 +35,29 @@ int baton_mcs_destroy(baton_mcs_t *l)
     return baton_mcs_is_locked(l) ? EBUSY : 0;
 }
 
+/* Link behind the predecessor and wait for the handover.  Out of line, so
+ * that the uncontended path needs no stack frame. */
+__attribute__((noinline, cold)) static void lock_wait(baton_mcs_t *l, baton_qnode_t *n,
+                                                      baton_qnode_t *pred)
+{
+    /* Only a predecessor writes our state, and it learns of us from the
+     * link below, so initialising it here (not before the exchange) keeps
+     * the store off the uncontended path.  Release: the predecessor reads
+     * our node after loading `next`. */
+    atomic_store_explicit(&n->state, MCS_WAITING, memory_order_relaxed);
+    baton_store(&pred->next, n, memory_order_release);
+    (void)baton_wait_while_eq(&l->wait, &n->state, MCS_WAITING); /* acquire inside */
+}
+
 void baton_mcs_lock(baton_mcs_t *l)
 {
     baton_qnode_t *n = baton_qnode_get();
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&n->state, MCS_WAITING, memory_order_relaxed);
-    /* acq_rel: release publishes the node's initialisation before a
-     * successor can find it through the tail; acquire pairs with the
-     * predecessor's release of its own node. */
+    /* acq_rel: release publishes `next` before a successor can find our
+     * node through the tail; acquire pairs with the unlocking CAS. */
     baton_qnode_t *pred = baton_xchg(&l->tail, n, memory_order_acq_rel);
-    if (pred) {
-        /* Release: the predecessor reads our node after loading `next`. */
-        baton_store(&pred->next, n, memory_order_release);
-        (void)baton_wait_while_eq(&l->wait, &n->state, MCS_WAITING); /* acquire inside */
-    }
+    if (BATON_UNLIKELY(pred != NULL))
+        lock_wait(l, n, pred);
     baton_store(&l->holder, n, memory_order_relaxed); /* only the holder writes it */
 }
 
@@ -66,10 +75,11 @@ int baton_mcs_trylock(baton_mcs_t *l)
     return 0;
 }
 
-/* Wait for an enqueuer that has swapped itself into the tail but not yet
- * linked itself behind us.  The window is two instructions long unless the
- * enqueuer is preempted there, so spin briefly, then yield. */
-static baton_qnode_t *wait_next(baton_qnode_t *n)
+/* Hand over to the successor; first wait for an enqueuer that has swapped
+ * itself into the tail but not yet linked itself behind us.  That window is
+ * two instructions long unless the enqueuer is preempted there, so spin
+ * briefly, then yield.  Out of line: see lock_wait(). */
+__attribute__((noinline, cold)) static void hand_over(baton_mcs_t *l, baton_qnode_t *n)
 {
     baton_qnode_t *next;
     unsigned spins = 0;
@@ -80,7 +90,8 @@ static baton_qnode_t *wait_next(baton_qnode_t *n)
         else
             sched_yield();
     }
-    return next;
+    /* Release; pairs with the successor's acquire wait. */
+    baton_wait_store(&l->wait, &next->state, MCS_GRANTED);
 }
 
 int baton_mcs_unlock(baton_mcs_t *l)
@@ -90,19 +101,13 @@ int baton_mcs_unlock(baton_mcs_t *l)
                        atomic_load_explicit(&n->owner, memory_order_relaxed) != baton_self_token()))
         return EPERM;
     baton_store(&l->holder, NULL, memory_order_relaxed);
-    baton_qnode_t *next = baton_load(&n->next, memory_order_acquire);
-    if (next == NULL) {
-        baton_qnode_t *expected = n;
-        /* Release: the critical section happens-before the next acquirer's
-         * exchange of the tail. */
-        if (baton_cas(&l->tail, &expected, NULL, memory_order_release, memory_order_relaxed)) {
-            baton_qnode_put(n);
-            return 0;
-        }
-        next = wait_next(n);
-    }
-    /* Hand over (release; pairs with the successor's acquire wait). */
-    baton_wait_store(&l->wait, &next->state, MCS_GRANTED);
+    baton_qnode_t *expected = n;
+    /* No successor linked and none swapped in: release by clearing the tail
+     * (release: the critical section happens-before the next acquirer's
+     * exchange).  Otherwise hand over. */
+    if (BATON_UNLIKELY(baton_load(&n->next, memory_order_relaxed) != NULL ||
+                       !baton_cas(&l->tail, &expected, NULL, memory_order_release, memory_order_relaxed)))
+        hand_over(l, n);
     baton_qnode_put(n);
     return 0;
 }
