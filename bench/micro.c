@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct micro_params {
     int shared_lines;
@@ -309,6 +310,7 @@ int cmd_bench_micro(int argc, char **argv)
                         .npin = m.topo.ncpus, .deadline_s = duration * 3 + 5};
     int cells = nS * nP * nL * nthreads;
     bench_record_t *recs = calloc((size_t)cells * (size_t)nspecs, sizeof *recs);
+    const bool progress = isatty(STDERR_FILENO);
     bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
     static struct cell_ref refs[2 * MAX_LIST * MAX_LIST * MAX_LIST];
     int nrefs = 0, nrecs = 0, failed = 0;
@@ -327,11 +329,13 @@ int cmd_bench_micro(int argc, char **argv)
                      * shared machine spreads over all of them. */
                     for (int r = 0; r < repeat; r++)
                         for (int k = 0; k < nspecs; k++) {
-                            fprintf(stderr, "\r  S=%d P=%d L=%d N=%d run %d/%d %-28s", S[is], P[ip],
-                                    L[il], threads[it], r + 1, repeat, specs[k]);
+                            if (progress)
+                                fprintf(stderr, "\r  S=%d P=%d L=%d N=%d run %d/%d %-28s", S[is], P[ip],
+                                        L[il], threads[it], r + 1, repeat, specs[k]);
                             bench_run(&micro_workload, &mp, specs[k], &cfg, &runs[k * repeat + r]);
                         }
-                    fprintf(stderr, "\r%80s\r", "");
+                    if (progress)
+                        fprintf(stderr, "\r%80s\r", "");
                     double pthread_rate = 0;
                     for (int k = 0; k < nspecs; k++) {
                         bench_record_t *rec = &cell[k];
