@@ -35,6 +35,24 @@ typedef struct bench_lock {
     const bench_peer_t *peer;   /* peers */
 } bench_lock_t;
 
+/* The hot calls: baton kinds straight through the dynamic API (one call,
+ * as a program would make it), peers through their table. */
+static inline void bench_lock_acquire(bench_lock_t *l)
+{
+    if (l->baton)
+        (void)baton_lock(l->baton);
+    else
+        l->lock(l->obj);
+}
+
+static inline void bench_lock_release(bench_lock_t *l)
+{
+    if (l->baton)
+        (void)baton_unlock(l->baton);
+    else
+        l->unlock(l->obj);
+}
+
 /* Open a lock named by a baton spec or "peer:<name>"; on failure returns an
  * errno value and writes a message listing the valid names into err. */
 int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errlen);

@@ -109,13 +109,13 @@ static uint64_t micro_thread(void *state, int index, const _Atomic int *stop)
         for (int i = 0; i < P; i++)
             sink += atomic_load_explicit(&priv[i].v, memory_order_relaxed);
         if (!skip_lock)
-            lock->lock(lock->obj);
+            bench_lock_acquire(lock);
         for (int i = 0; i < S; i++)
             bump(&shared[i]);
         for (int i = 0; i < P; i++)
             bump(&priv[i]);
         if (!skip_lock)
-            lock->unlock(lock->obj);
+            bench_lock_release(lock);
         ops++;
         /* Relaxed: the flag only ends the loop; the join orders the rest. */
     } while (!atomic_load_explicit(stop, memory_order_relaxed));

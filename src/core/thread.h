@@ -58,9 +58,8 @@ static inline baton_qnode_t *baton_qnode_get(void)
     if (BATON_UNLIKELY(ts == NULL || (n = ts->pool) == NULL))
         return baton_qnode_get_slow();
     ts->pool = n->pool_next;
-    /* Relaxed: read only by this thread's own unlock, and racily by
-     * others comparing against their own token. */
-    atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
+    /* n->owner is already ours: every node in a pool names that pool's
+     * thread (set when the node entered it, see baton_qnode_put()). */
     return n;
 }
 
@@ -70,6 +69,11 @@ static inline void baton_qnode_put(baton_qnode_t *n)
     baton_thread_state_t *ts = baton_tls;
     if (BATON_UNLIKELY(ts == NULL))
         ts = baton_thread_state_slow();
+    /* A node may come from another thread (CLH adopts its predecessor's):
+     * it is ours from now on.  Relaxed: read by this thread's unlock, and
+     * racily by others comparing against their own token. */
+    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != baton_self_token())
+        atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
     n->pool_next = ts->pool;
     ts->pool = n;
 }

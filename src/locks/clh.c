@@ -107,7 +107,6 @@ int baton_clh_unlock(baton_clh_t *l)
     /* Adopt the predecessor's node: nobody references it any more (its
      * owner released it, and we were its only successor). */
     baton_qnode_put(pred);
-    atomic_store_explicit(&pred->owner, baton_self_token(), memory_order_relaxed);
     /* Release pairs with the successor's acquire wait on our node. */
     baton_wait_store(&l->wait, &n->state, CLH_RELEASED);
     return 0;
