@@ -153,18 +153,23 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
 {
     /* Before queueing, watch the word for a short while, as a
      * test-and-test-and-set lock would.  When critical sections are short
-     * and rare (owners work between them), the lock frees within a
-     * critical section's length and we take it at once, in parallel with
-     * the owner's other work.  When an owner loops on the lock, the word
-     * is free only for instants it re-takes, we lose, and we queue: that is
-     * where tenures pay off. */
+     * and rare (owners work between them), the lock is soon free with no
+     * release for a whole look, and we take it, in parallel with the
+     * owner's other work.  When an owner loops on the lock, every look
+     * sees a release, we keep off its tenure, and we queue. */
+    uint32_t last = baton_load(&l->count, memory_order_relaxed);
     for (uint32_t i = 0; i < RELAY_ARRIVAL_POLLS; i++) {
-        uintptr_t w = baton_load(&l->word, memory_order_relaxed);
-        if (w == 0 && !baton_load(&l->handoff, memory_order_relaxed) &&
-            baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed))
-            return;
         for (uint32_t k = 0; k < 4u; k++)
             baton_cpu_relax();
+        uintptr_t w = baton_load(&l->word, memory_order_relaxed);
+        uint32_t c = baton_load(&l->count, memory_order_relaxed);
+        /* Free, and no release since the last look: the owner is away
+         * (working between critical sections), not looping on the lock,
+         * whose tenure we would otherwise steal. */
+        if (w == 0 && c == last && !baton_load(&l->handoff, memory_order_relaxed) &&
+            baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed))
+            return;
+        last = c;
     }
     baton_qnode_t *n = baton_qnode_get();
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
