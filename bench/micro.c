@@ -307,7 +307,7 @@ int cmd_bench_micro(int argc, char **argv)
            duration, repeat, pin_arg, cores, unit);
 
     bench_cfg_t base = {.duration_s = duration, .pin_policy = pin, .pin_order = pin ? order : NULL,
-                        .npin = m.topo.ncpus, .deadline_s = duration * 3 + 5};
+                        .npin = m.topo.ncpus, .deadline_s = duration * 2 + 2};
     int cells = nS * nP * nL * nthreads;
     bench_record_t *recs = calloc((size_t)cells * (size_t)nspecs, sizeof *recs);
     const bool progress = isatty(STDERR_FILENO);
