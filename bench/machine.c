@@ -268,19 +268,6 @@ static void measure_line_rtt(machine_t *m)
 
 #define POWERCAP "/sys/class/powercap"
 
-static int read_text(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, size - 1, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err || n == 0)
-        return -1;
-    buf[n] = '\0';
-    return 0;
-}
 
 /* Sum energy_uj over the package domains intel-rapl:N (named "package-N"; a
  * "psys" platform domain would count the packages twice, and the
@@ -306,10 +293,10 @@ double machine_energy_joules(void)
             continue; /* a subdomain, intel-rapl:N:M */
         char path[512], buf[64];
         snprintf(path, sizeof path, POWERCAP "/%s/name", p);
-        if (read_text(path, buf, sizeof buf) == 0 && strncmp(buf, "package", 7) != 0)
+        if (topo_read_file(path, buf, sizeof buf) > 0 && strncmp(buf, "package", 7) != 0)
             continue;
         snprintf(path, sizeof path, POWERCAP "/%s/energy_uj", p);
-        if (read_text(path, buf, sizeof buf) != 0) {
+        if (topo_read_file(path, buf, sizeof buf) <= 0) {
             failed = 1; /* usually EACCES: root-only since CVE-2020-8694 */
             continue;
         }

@@ -28,8 +28,7 @@
 
 /* --- small readers --------------------------------------------------------- */
 
-/* Read a whole (small) sysfs or proc file into buf; returns its length or -1. */
-static int read_file(const char *path, char *buf, size_t size)
+int topo_read_file(const char *path, char *buf, size_t size)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -47,7 +46,7 @@ static int read_file(const char *path, char *buf, size_t size)
 static int read_int(const char *path, int *out)
 {
     char buf[64];
-    if (read_file(path, buf, sizeof buf) <= 0)
+    if (topo_read_file(path, buf, sizeof buf) <= 0)
         return -1;
     char *end;
     errno = 0;
@@ -127,7 +126,7 @@ static int read_cpulist(const char *path, intvec_t *out)
     char *buf = malloc(size);
     if (!buf)
         return -1;
-    int rc = read_file(path, buf, size) < 0 ? -1 : parse_cpulist(buf, out);
+    int rc = topo_read_file(path, buf, size) < 0 ? -1 : parse_cpulist(buf, out);
     free(buf);
     return rc;
 }
@@ -151,7 +150,7 @@ static int read_cacheline(int cpu)
         if (read_int(path, &level) != 0)
             break;
         snprintf(path, sizeof path, SYS_CPU "/cpu%d/cache/index%d/type", cpu, idx);
-        if (level != 1 || read_file(path, type, sizeof type) <= 0)
+        if (level != 1 || topo_read_file(path, type, sizeof type) <= 0)
             continue;
         if (strncmp(type, "Data", 4) != 0 && strncmp(type, "Unified", 7) != 0)
             continue;

@@ -9,6 +9,8 @@
 #ifndef BATON_BENCH_TOPO_H
 #define BATON_BENCH_TOPO_H
 
+#include <stddef.h>
+
 typedef struct topo_cpu {
     int cpu;        /* logical CPU number */
     int core_id;    /* topology/core_id */
@@ -38,6 +40,9 @@ int topo_pin_parse(const char *name);
 const char *topo_pin_name(int policy);
 /* order[i] = the CPU for thread i, i < n (wrapping when n > ncpus). */
 void topo_pin_order(const topo_t *t, int policy, int *order, int n);
+/* Read a whole (small) sysfs or proc file into buf, NUL-terminated;
+ * returns its length or -1. */
+int topo_read_file(const char *path, char *buf, size_t size);
 /* Pin the calling thread to one CPU; returns 0 or an errno value. */
 int topo_pin_self(int cpu);
 

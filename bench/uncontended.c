@@ -46,7 +46,7 @@ static const struct typed_kind {
     {"relay", init_relay, loop_relay},
 };
 
-static void loop_dynamic(baton_lock_t *l, uint64_t n)
+static void loop_dynamic(void *l, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++) {
         baton_lock(l);
@@ -55,12 +55,18 @@ static void loop_dynamic(baton_lock_t *l, uint64_t n)
     }
 }
 
-static void loop_peer(const bench_peer_t *p, void *obj, uint64_t n)
+struct peer_arg {
+    const bench_peer_t *peer;
+    void *obj;
+};
+
+static void loop_peer(void *arg, uint64_t n)
 {
+    const struct peer_arg *a = arg;
     for (uint64_t i = 0; i < n; i++) {
-        p->lock(obj);
+        a->peer->lock(a->obj);
         counter++;
-        p->unlock(obj);
+        a->peer->unlock(a->obj);
     }
 }
 
@@ -70,10 +76,20 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+/* Run loop(arg, n) `repeat` times; the median, in ns per lock+unlock pair.
+ * *expected counts the critical sections, to check the counter at the end. */
+static double time_loop(void (*loop)(void *, uint64_t), void *arg, uint64_t n, int repeat,
+                        long *expected)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return v[n / 2];
+    double t[32];
+    for (int r = 0; r < repeat; r++) {
+        double t0 = bench_now();
+        loop(arg, n);
+        t[r] = (bench_now() - t0) / (double)n * 1e9;
+        *expected += (long)n;
+    }
+    qsort(t, (size_t)repeat, sizeof t[0], cmp_d);
+    return t[repeat / 2];
 }
 
 int cmd_bench_uncontended(int argc, char **argv);
@@ -128,28 +144,15 @@ int cmd_bench_uncontended(int argc, char **argv)
     int first = 1;
     printf("uncontended lock+unlock, %ld pairs x %d (median), ns per pair\n\n", iters, repeat);
     printf("%-24s %10s %10s %12s\n", "lock", "typed", "dynamic", "dynamic-typed");
-    double t[32];
     for (size_t k = 0; k < sizeof typed / sizeof typed[0]; k++) {
         _Alignas(BATON_CACHELINE) unsigned char mem[512];
         if (typed[k].init(mem) != 0)
             continue;
-        for (int r = 0; r < repeat; r++) {
-            double t0 = bench_now();
-            typed[k].loop(mem, n);
-            t[r] = (bench_now() - t0) / (double)n * 1e9;
-            expected += iters;
-        }
-        double ty = median(t, repeat);
+        double ty = time_loop(typed[k].loop, mem, n, repeat, &expected);
         baton_lock_t *l = baton_lock_new(typed[k].name);
         if (!l)
             continue;
-        for (int r = 0; r < repeat; r++) {
-            double t0 = bench_now();
-            loop_dynamic(l, n);
-            t[r] = (bench_now() - t0) / (double)n * 1e9;
-            expected += iters;
-        }
-        double dy = median(t, repeat);
+        double dy = time_loop(loop_dynamic, l, n, repeat, &expected);
         printf("%-24s %10.2f %10.2f %12.2f\n", baton_lock_spec(l), ty, dy, dy - ty);
         if (jf) {
             fprintf(jf, "%s\n    {\"bench\": \"uncontended\", \"lock\": \"%s\", \"typed_ns\": %.3f, "
@@ -159,39 +162,24 @@ int cmd_bench_uncontended(int argc, char **argv)
         baton_lock_free(l);
     }
     /* pthread and the peers: through a function table, like the dynamic API */
-    {
-        baton_lock_t *l = baton_lock_new("pthread");
-        for (int r = 0; r < repeat; r++) {
-            double t0 = bench_now();
-            loop_dynamic(l, n);
-            t[r] = (bench_now() - t0) / (double)n * 1e9;
-            expected += iters;
-        }
-        double dy = median(t, repeat);
-        printf("%-24s %10s %10.2f\n", "pthread", "-", dy);
-        if (jf) {
-            fprintf(jf, ",\n    {\"bench\": \"uncontended\", \"lock\": \"pthread\", \"dynamic_ns\": %.3f}", dy);
-        }
-        baton_lock_free(l);
-    }
+    baton_lock_t *pl = baton_lock_new("pthread");
+    double dy = time_loop(loop_dynamic, pl, n, repeat, &expected);
+    baton_lock_free(pl);
+    printf("%-24s %10s %10.2f\n", "pthread", "-", dy);
+    if (jf)
+        fprintf(jf, ",\n    {\"bench\": \"uncontended\", \"lock\": \"pthread\", \"dynamic_ns\": %.3f}", dy);
     const bench_peer_t *peers;
     size_t np = bench_peers(&peers);
     for (size_t k = 0; k < np; k++) {
-        void *obj = peers[k].create();
-        if (!obj)
+        struct peer_arg a = {&peers[k], peers[k].create()};
+        if (!a.obj)
             continue;
-        for (int r = 0; r < repeat; r++) {
-            double t0 = bench_now();
-            loop_peer(&peers[k], obj, n);
-            t[r] = (bench_now() - t0) / (double)n * 1e9;
-            expected += iters;
-        }
-        peers[k].destroy(obj);
-        double dy = median(t, repeat);
-        printf("%-24s %10s %10.2f\n", peers[k].name, "-", dy);
+        double ns = time_loop(loop_peer, &a, n, repeat, &expected);
+        peers[k].destroy(a.obj);
+        printf("%-24s %10s %10.2f\n", peers[k].name, "-", ns);
         if (jf)
             fprintf(jf, ",\n    {\"bench\": \"uncontended\", \"lock\": \"%s\", \"table_ns\": %.3f}",
-                    peers[k].name, dy);
+                    peers[k].name, ns);
     }
     if (jf) {
         fprintf(jf, "\n  ]\n}\n");

@@ -16,17 +16,12 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include <baton/visibility.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#ifndef BATON_API
-#if defined(__GNUC__)
-#define BATON_API __attribute__((visibility("default")))
-#else
-#define BATON_API
-#endif
-#endif
 
 /* One cache-line constant for padding and alignment.  128 rather than 64:
  * adjacent-line prefetchers on x86 pull lines in pairs, so two hot words

@@ -46,17 +46,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <baton/visibility.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#ifndef BATON_API
-#if defined(__GNUC__)
-#define BATON_API __attribute__((visibility("default")))
-#else
-#define BATON_API
-#endif
-#endif
 
 #define BATON_VERSION_MAJOR 0
 #define BATON_VERSION_MINOR 1

@@ -28,6 +28,7 @@ typedef struct baton_qnode {
 _Static_assert(sizeof(baton_qnode_t) == BATON_CACHELINE, "one queue node per cache line");
 
 #include <baton/relay.h>
+#include <sched.h>
 
 /* A token naming the calling thread, unique among live threads, never 0 and
  * always even: its thread pointer. */
@@ -76,6 +77,24 @@ static inline void baton_qnode_put(baton_qnode_t *n)
         atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
     n->pool_next = ts->pool;
     ts->pool = n;
+}
+
+/* Wait until a successor that has swapped itself into a queue's tail links
+ * itself behind n, and return it.  The window between the swap and the
+ * link is two instructions unless the successor is preempted there, so
+ * spin briefly, then yield.  Acquire pairs with the successor's release
+ * store of n->next. */
+static inline baton_qnode_t *baton_qnode_wait_next(baton_qnode_t *n)
+{
+    baton_qnode_t *next;
+    unsigned spins = 0;
+    while ((next = baton_load(&n->next, memory_order_acquire)) == NULL) {
+        if (++spins < 1024u)
+            baton_cpu_relax();
+        else
+            sched_yield();
+    }
+    return next;
 }
 
 /* The node with a given index (which must have been handed out). */

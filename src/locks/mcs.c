@@ -10,7 +10,6 @@
 #include "../core/thread.h"
 
 #include <errno.h>
-#include <sched.h>
 
 enum { MCS_GRANTED = 0, MCS_WAITING = 1 };
 
@@ -75,21 +74,11 @@ int baton_mcs_trylock(baton_mcs_t *l)
     return 0;
 }
 
-/* Hand over to the successor; first wait for an enqueuer that has swapped
- * itself into the tail but not yet linked itself behind us.  That window is
- * two instructions long unless the enqueuer is preempted there, so spin
- * briefly, then yield.  Out of line: see lock_wait(). */
+/* Hand over to the successor, once it has linked itself behind us.  Out of
+ * line: see lock_wait(). */
 __attribute__((noinline, cold)) static void hand_over(baton_mcs_t *l, baton_qnode_t *n)
 {
-    baton_qnode_t *next;
-    unsigned spins = 0;
-    /* Acquire pairs with the enqueuer's release store of `next`. */
-    while ((next = baton_load(&n->next, memory_order_acquire)) == NULL) {
-        if (++spins < 1024u)
-            baton_cpu_relax();
-        else
-            sched_yield();
-    }
+    baton_qnode_t *next = baton_qnode_wait_next(n);
     /* Release; pairs with the successor's acquire wait. */
     baton_wait_store(&l->wait, &next->state, MCS_GRANTED);
 }

@@ -95,18 +95,7 @@ static void dequeue(baton_relay_t *l, baton_qnode_t *n)
         baton_qnode_put(n);
         return;
     }
-    baton_qnode_t *next;
-    unsigned spins = 0;
-    /* An enqueuer swapped the tail but has not linked yet: a two-instruction
-     * window unless it was preempted there.  Acquire pairs with its release
-     * store of `next`. */
-    while ((next = baton_load(&n->next, memory_order_acquire)) == NULL) {
-        if (++spins < 1024u)
-            baton_cpu_relax();
-        else
-            sched_yield();
-    }
-    /* Release: the successor reads the lock state after seeing RELAY_HEAD. */
+    baton_qnode_t *next = baton_qnode_wait_next(n);
     if (!baton_wait_may_park(&l->wait)) {
         baton_store(&next->state, RELAY_HEAD, memory_order_release);
     } else if (baton_xchg(&next->state, RELAY_HEAD, memory_order_acq_rel) & BATON_WAIT_PARKED) {
