@@ -25,17 +25,33 @@ enum { RELAY_QUEUED = 0, RELAY_HEAD = 1, RELAY_GRANTED = 2 };
 
 
 /* The head's poll of the lock word backs off exponentially up to this many
- * spin hints (about 1.5 us at the ~24 ns per hint measured on the reference
- * machine): often enough to find a free lock within a few hundred
- * nanoseconds when owners work outside the lock, rarely enough that a busy
- * owner loses the line to the poll only once per ~100 acquisitions. */
-#define RELAY_POLL_MAX 64u
+ * spin hints (about 6 us at the ~24 ns per hint measured on the reference
+ * machine, 3.6 us at 14 ns).  The owner hands over by itself when its
+ * tenure ends, so the head polls only to notice an owner that let go of
+ * the lock; each poll takes the line from a busy owner (a few hundred ns
+ * on the reference machine), so rarely is better. */
+#define RELAY_POLL_MAX 256u
 
-/* How many times an arriving thread looks at a held lock before queueing,
- * four spin hints apart: about 2 us at ~24 ns per hint (the reference
- * machine), ten times the longest critical section the micro benchmark
- * runs and far below a wake-up. */
-#define RELAY_ARRIVAL_POLLS 20u
+/* An arriving thread looks at a held lock this many times, RELAY_LOOK_NS
+ * apart, before it queues.  A look must last several cache-line transfers
+ * (a few hundred ns between cores, more across sockets): our reads take
+ * the line from a looping owner, whose next release then waits for it, and
+ * with shorter looks that wait itself looks like an idle lock. */
+#define RELAY_ARRIVAL_LOOKS 2u
+#define RELAY_LOOK_NS 1000.0
+
+static uint32_t arrival_spacing(void)
+{
+    static _Atomic uint32_t spacing; /* spin hints per look, computed once */
+    uint32_t v = atomic_load_explicit(&spacing, memory_order_relaxed);
+    if (BATON_UNLIKELY(v == 0)) {
+        double n = RELAY_LOOK_NS / baton_calibration()->pause_ns;
+        v = n < 1.0 ? 1u : n > 4096.0 ? 4096u : (uint32_t)n;
+        /* Relaxed: every thread computes the same value. */
+        atomic_store_explicit(&spacing, v, memory_order_relaxed);
+    }
+    return v;
+}
 
 /* The owner ends its own tenure after one slice (it reads the clock every
  * 64 releases), which keeps tenures equal.  The head demands the lock only
@@ -140,21 +156,21 @@ static void await_grant(baton_relay_t *l, baton_qnode_t *n, uintptr_t self)
 
 void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
 {
-    /* Before queueing, watch the word for a short while, as a
-     * test-and-test-and-set lock would.  When critical sections are short
-     * and rare (owners work between them), the lock is soon free with no
-     * release for a whole look, and we take it, in parallel with the
-     * owner's other work.  When an owner loops on the lock, every look
-     * sees a release, we keep off its tenure, and we queue. */
+    /* Before queueing, look at the word twice, a microsecond apart: if the
+     * owner has let go of the lock (no release for a whole look, and the
+     * word free), take it without queueing.  When an owner loops on the
+     * lock, every look sees a release, we keep off its tenure, and we
+     * queue. */
+    const uint32_t spacing = arrival_spacing();
     uint32_t last = baton_load(&l->count, memory_order_relaxed);
-    for (uint32_t i = 0; i < RELAY_ARRIVAL_POLLS; i++) {
-        for (uint32_t k = 0; k < 4u; k++)
+    for (uint32_t i = 0; i < RELAY_ARRIVAL_LOOKS; i++) {
+        for (uint32_t k = 0; k < spacing; k++)
             baton_cpu_relax();
         uintptr_t w = baton_load(&l->word, memory_order_relaxed);
         uint32_t c = baton_load(&l->count, memory_order_relaxed);
-        /* Free, and no release since the last look: the owner is away
-         * (working between critical sections), not looping on the lock,
-         * whose tenure we would otherwise steal. */
+        /* Free, and no release for a whole look: the owner is away (it
+         * left, or works between critical sections for longer than a
+         * look), not looping on the lock, whose tenure we would steal. */
         if (w == 0 && c == last && !baton_load(&l->handoff, memory_order_relaxed) &&
             baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed))
             return;
