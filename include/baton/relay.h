@@ -11,17 +11,17 @@
  *
  * Acquire: if no handoff is pending, one CAS 0 -> self.  Barging is what
  * keeps the lock on one core while its owner loops, so neither the lock
- * word nor the protected data moves between caches.  Otherwise join the
- * queue.  Only the queue head polls `word`, with exponential backoff, so it
- * rarely steals the line from a busy owner; every other waiter waits on its
- * own node by the lock's wait policy (default: spin for the calibrated
- * budget, then park), so at most two threads per lock (owner and head) are
- * runnable however many wait.  An owner's tenure lasts one slice while a
- * head waits: every 64th release the owner reads the clock and, once the
- * slice is over, hands the lock to the head directly.  Should the owner not
- * release (a long critical section, a preempted owner), the head, after a
- * slice of its own waiting, sets `handoff`, which stops barging and makes
- * the next release a hand-over.  On acquiring, the head leaves the queue
+ * word nor the protected data moves between caches.  Otherwise look twice,
+ * a microsecond apart, for an owner that let go, then join the queue.
+ * Only the queue head polls `word`, with exponential backoff, so it rarely
+ * steals the line from a busy owner; under a parking policy every other
+ * waiter parks at once on its own node, so at most two threads per lock
+ * (owner and head) are runnable however many wait.  An owner's tenure
+ * lasts one slice while a head waits: every 64th release the owner reads
+ * the clock and, once the slice is over, hands the lock to the head
+ * directly.  Should the owner not release (a long critical section, a
+ * preempted owner), the head, after four slices of its own waiting, sets
+ * `handoff`, which stops barging and makes the next release a hand-over.  On acquiring, the head leaves the queue
  * and promotes its successor (waking it if parked).
  *
  * Release: a plain store of 0, after checking (plain loads of a line the

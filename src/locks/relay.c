@@ -7,10 +7,13 @@
  *   RELAY_GRANTED  the owner handed the lock over (after `handoff`)
  *
  * Transitions of (word, handoff):
- *   (0, 0)     -> (self, 0)   acquire: fast path, or the head's poll
+ *   (0, 0)     -> (self, 0)   acquire: fast path, an arrival's look, or the
+ *                             head's poll of an idle lock
  *   (self, 0)  -> (0, 0)      release
- *   (o, 0)     -> (o, 1)      the head, after waiting a slice
- *   (o, 1)     -> (head, 0)   the owner's unlock: hand over, then GRANTED
+ *   (o, 0)     -> (head, 0)   the owner's unlock after its tenure (a slice):
+ *                             hand over, then GRANTED
+ *   (o, 0)     -> (o, 1)      the head, after RELAY_DEMAND_SLICES slices
+ *   (o, 1)     -> (head, 0)   the owner's next unlock: hand over, GRANTED
  *   (0, 1)     -> (head, 0)   the head takes a lock whose owner released
  *                             without seeing its demand (the crossing)
  */
@@ -22,7 +25,6 @@
 #include <sched.h>
 
 enum { RELAY_QUEUED = 0, RELAY_HEAD = 1, RELAY_GRANTED = 2 };
-
 
 /* The head's poll of the lock word backs off exponentially up to this many
  * spin hints (about 6 us at the ~24 ns per hint measured on the reference
