@@ -9,6 +9,9 @@
  * spinner while it burns much less power and leaves execution resources to
  * an SMT sibling.
  *
+ * Waits that watch no single word pause with TPAUSE where waitpkg exists
+ * (MONITORX has no timed-pause counterpart; there it is PAUSE).
+ *
  * Each call waits at most `cycles` TSC cycles (the kernel may cap UMWAIT
  * further through IA32_UMWAIT_CONTROL); callers loop and re-check.
  */
@@ -44,6 +47,22 @@ static void wait_mwaitx(const volatile void *addr, const _Atomic uint32_t *word,
     _mm_mwaitx(0x2u, 0u, (unsigned)(cycles > 0xffffffffu ? 0xffffffffu : cycles));
 }
 
+__attribute__((target("waitpkg")))
+static void pause_waitpkg(uint64_t cycles)
+{
+    /* TPAUSE: a timed pause in the C0.2 state, the waitpkg counterpart of
+     * a run of PAUSE hints, for waits that watch no single word. */
+    (void)_tpause(0, __rdtsc() + cycles);
+}
+
+void baton_monitor_pause(uint8_t hw, uint64_t cycles)
+{
+    if (hw == BATON_MONITOR_WAITPKG)
+        pause_waitpkg(cycles);
+    else
+        baton_cpu_relax();
+}
+
 void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles)
 {
     if (hw == BATON_MONITOR_WAITPKG)
@@ -59,6 +78,12 @@ uint64_t baton_rdtsc(void)
     return __rdtsc();
 }
 #else
+void baton_monitor_pause(uint8_t hw, uint64_t cycles)
+{
+    (void)hw; (void)cycles;
+    baton_cpu_relax();
+}
+
 void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles)
 {
     (void)hw; (void)word; (void)val; (void)cycles;

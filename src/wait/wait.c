@@ -101,12 +101,14 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
     case BATON_WAIT_MONITOR: {
         if (s->spins >= w->budget)
             return false;
+        const baton_calibration_t *c = baton_calibration();
         if (addr == NULL) {
+            /* Nothing to watch: one spin hint's worth of timed pause. */
+            double tpn = baton_tsc_per_ns();
             s->spins++;
-            baton_cpu_relax();
+            baton_monitor_pause(w->hw, tpn > 0.0 ? (uint64_t)(c->pause_ns * tpn) : 100u);
             return true;
         }
-        const baton_calibration_t *c = baton_calibration();
         double tpn = baton_tsc_per_ns();
         uint64_t cycles = tpn > 0.0 ? (uint64_t)(MONITOR_CHUNK_NS * tpn) : 4000u;
         uint64_t t0 = baton_now_ns();

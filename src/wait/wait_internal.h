@@ -6,6 +6,8 @@
 
 /* Monitor-wait until *word != val or `cycles` TSC cycles pass. */
 void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles);
+/* A timed low-power pause (TPAUSE) of about `cycles`, or a spin hint. */
+void baton_monitor_pause(uint8_t hw, uint64_t cycles);
 uint64_t baton_rdtsc(void);
 
 /* TSC cycles per nanosecond, measured by calibration (0 if unknown). */
