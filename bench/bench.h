@@ -29,9 +29,9 @@
 typedef struct bench_lock {
     char spec[BENCH_SPEC_MAX];
     void *obj;
-    void (*lock)(void *obj);
-    void (*unlock)(void *obj);
-    baton_lock_t *baton;        /* baton kinds: for execute / delegate */
+    void (*lock)(void *obj);    /* peers only: baton kinds are called */
+    void (*unlock)(void *obj);  /* through baton_lock()/baton_unlock() */
+    baton_lock_t *baton;        /* baton kinds */
     const bench_peer_t *peer;   /* peers */
 } bench_lock_t;
 

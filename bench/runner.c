@@ -25,9 +25,6 @@ double bench_now(void)
 
 /* --- locks -------------------------------------------------------------------- */
 
-static void baton_lock_fn(void *l) { (void)baton_lock(l); }
-static void baton_unlock_fn(void *l) { (void)baton_unlock(l); }
-
 static void peer_names(char *buf, size_t size)
 {
     const bench_peer_t *peers;
@@ -76,8 +73,6 @@ int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errle
     }
     snprintf(out->spec, sizeof out->spec, "%s", baton_lock_spec(out->baton));
     out->obj = out->baton;
-    out->lock = baton_lock_fn;
-    out->unlock = baton_unlock_fn;
     return 0;
 }
 
