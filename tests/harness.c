@@ -23,6 +23,10 @@ struct protected {
     _Atomic long a;
     _Atomic long b;
     long total; /* one increment per critical section */
+    /* Per thread, the sequence number of its last operation that ran here:
+     * each thread's operations on one lock must run in its program order,
+     * detached ones included.  Relaxed atomics, for the broken-lock run. */
+    _Atomic uint64_t *last;
 };
 
 struct shared {
@@ -31,7 +35,8 @@ struct shared {
     struct protected po, pi;
     bool plain; /* update `total` (only for locks expected to be correct) */
     _Atomic int stop;
-    _Atomic uint64_t overlaps, torn, bad_payload, bad_errors, busy;
+    _Atomic uint64_t overlaps, torn, bad_payload, bad_errors, busy, out_of_order;
+    bool has_lock; /* the kind offers lock/trylock/unlock (else execute/delegate only) */
 };
 
 struct worker {
@@ -43,10 +48,11 @@ struct worker {
 
 struct payload {
     uint64_t magic;
-    uint64_t seq;
+    uint64_t seq;   /* this thread's sequence number on this lock */
     struct protected *p;
     struct shared *s;
     uint64_t check;
+    int thread;
 };
 
 #define MAGIC 0x6261746f6e21ull /* "baton!" */
@@ -59,9 +65,14 @@ static uint32_t rnd(uint32_t *x)
     return *x;
 }
 
-/* The body of every critical section. */
-static void critical(struct shared *s, struct protected *p)
+/* The body of every critical section: `thread`'s operation number `seq`
+ * on the lock protecting p. */
+static void critical(struct shared *s, struct protected *p, int thread, uint64_t seq)
 {
+    uint64_t last = atomic_load_explicit(&p->last[thread], memory_order_relaxed);
+    if (seq != last + 1)
+        atomic_fetch_add_explicit(&s->out_of_order, 1, memory_order_relaxed);
+    atomic_store_explicit(&p->last[thread], seq, memory_order_relaxed);
     int h = atomic_fetch_add_explicit(&p->holders, 1, memory_order_relaxed);
     if (h != 0)
         atomic_fetch_add_explicit(&s->overlaps, 1, memory_order_relaxed);
@@ -82,7 +93,7 @@ static void critical(struct shared *s, struct protected *p)
 static void cs_fn(void *ctx)
 {
     struct payload *pl = ctx;
-    critical(pl->s, pl->p);
+    critical(pl->s, pl->p, pl->thread, pl->seq);
 }
 
 static void delegated_fn(void *args)
@@ -90,7 +101,29 @@ static void delegated_fn(void *args)
     struct payload *pl = args;
     if (pl->magic != MAGIC || pl->check != (pl->seq ^ MAGIC))
         atomic_fetch_add_explicit(&pl->s->bad_payload, 1, memory_order_relaxed);
-    critical(pl->s, pl->p);
+    critical(pl->s, pl->p, pl->thread, pl->seq);
+}
+
+/* A nested operation for kinds without lock/unlock: execute on the outer
+ * lock, and inside it execute on the inner one. */
+struct nested {
+    struct shared *s;
+    int thread;
+    uint64_t oseq, iseq;
+};
+
+static void inner_fn(void *ctx)
+{
+    struct nested *n = ctx;
+    critical(n->s, &n->s->pi, n->thread, n->iseq);
+}
+
+static void outer_fn(void *ctx)
+{
+    struct nested *n = ctx;
+    critical(n->s, &n->s->po, n->thread, n->oseq);
+    if (n->s->ops->execute(n->s->inner, inner_fn, n) != 0)
+        atomic_fetch_add_explicit(&n->s->bad_errors, 1, memory_order_relaxed);
 }
 
 static void expect_ok(struct shared *s, int rc)
@@ -99,16 +132,21 @@ static void expect_ok(struct shared *s, int rc)
         atomic_fetch_add_explicit(&s->bad_errors, 1, memory_order_relaxed);
 }
 
-/* One operation on `lock`, protecting `p`, by one of five paths. */
-static void one_op(struct shared *s, void *lock, struct protected *p, uint32_t r, uint64_t seq)
+/* One operation on `lock`, protecting `p`, by one of five paths (kinds
+ * without lock/unlock take execute or delegate). */
+static void one_op(struct shared *s, void *lock, struct protected *p, uint32_t r, int thread,
+                   uint64_t seq)
 {
     const harness_ops_t *o = s->ops;
-    struct payload pl = {MAGIC, seq, p, s, seq ^ MAGIC};
-    switch (r % 5u) {
+    struct payload pl = {MAGIC, seq, p, s, seq ^ MAGIC, thread};
+    unsigned path = r % 5u;
+    if (!s->has_lock)
+        path = 3u + (r & 1u);
+    switch (path) {
     case 0:
     case 1:
         expect_ok(s, o->lock(lock));
-        critical(s, p);
+        critical(s, p, thread, seq);
         expect_ok(s, o->unlock(lock));
         break;
     case 2: {
@@ -121,7 +159,7 @@ static void one_op(struct shared *s, void *lock, struct protected *p, uint32_t r
             atomic_fetch_add_explicit(&s->busy, 1, memory_order_relaxed);
             sched_yield();
         }
-        critical(s, p);
+        critical(s, p, thread, seq);
         expect_ok(s, o->unlock(lock));
         break;
     }
@@ -154,16 +192,21 @@ static void *worker_main(void *arg)
     struct shared *s = w->s;
     const harness_ops_t *o = s->ops;
     uint32_t x = 0x9e3779b9u * (uint32_t)(w->index + 1);
-    uint64_t seq = 0;
     do {
         uint32_t r = rnd(&x);
         if ((r >> 8) % 4u == 0) {
+            uint64_t oseq = ++w->outer_ops, iseq = ++w->inner_ops;
+            if (!s->has_lock) {
+                struct nested n = {s, w->index, oseq, iseq};
+                expect_ok(s, o->execute(s->outer, outer_fn, &n));
+                continue;
+            }
             /* Nested: outer then inner (a global order, so no deadlock),
              * released outer-first or inner-first. */
             expect_ok(s, o->lock(s->outer));
-            critical(s, &s->po);
+            critical(s, &s->po, w->index, oseq);
             expect_ok(s, o->lock(s->inner));
-            critical(s, &s->pi);
+            critical(s, &s->pi, w->index, iseq);
             if ((r >> 12) & 1u) {
                 expect_ok(s, o->unlock(s->outer));
                 expect_ok(s, o->unlock(s->inner));
@@ -171,14 +214,10 @@ static void *worker_main(void *arg)
                 expect_ok(s, o->unlock(s->inner));
                 expect_ok(s, o->unlock(s->outer));
             }
-            w->outer_ops++;
-            w->inner_ops++;
         } else if ((r >> 16) & 1u) {
-            one_op(s, s->inner, &s->pi, r >> 20, ++seq);
-            w->inner_ops++;
+            one_op(s, s->inner, &s->pi, r >> 20, w->index, ++w->inner_ops);
         } else {
-            one_op(s, s->outer, &s->po, r >> 20, ++seq);
-            w->outer_ops++;
+            one_op(s, s->outer, &s->po, r >> 20, w->index, ++w->outer_ops);
         }
     } while (!atomic_load_explicit(&s->stop, memory_order_relaxed));
     return NULL;
@@ -214,6 +253,9 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
         free(s);
         return EINVAL;
     }
+    s->has_lock = ops->has_lock ? ops->has_lock(s->outer) : true;
+    s->po.last = calloc((size_t)threads, sizeof *s->po.last);
+    s->pi.last = calloc((size_t)threads, sizeof *s->pi.last);
     struct worker *w = calloc((size_t)threads, sizeof *w);
     double t0 = now_s();
     for (int i = 0; i < threads; i++) {
@@ -235,18 +277,26 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
     }
     out->seconds = now_s() - t0;
     out->ops = outer_ops + inner_ops;
+    /* Free the locks first: that runs every operation still accepted but
+     * not yet run (a server kind may hold some after their threads ended). */
+    if (ops->destroy(s->outer) != 0 || ops->destroy(s->inner) != 0)
+        out->bad_errors++;
     long oa = atomic_load(&s->po.a), ob = atomic_load(&s->po.b);
     long ia = atomic_load(&s->pi.a), ib = atomic_load(&s->pi.b);
     if (oa != ob || ia != ib || (uint64_t)oa != outer_ops || (uint64_t)ia != inner_ops ||
         (expect_correct && ((uint64_t)s->po.total != outer_ops || (uint64_t)s->pi.total != inner_ops)))
         out->count_mismatch = 1;
+    for (int i = 0; i < threads; i++)
+        if (atomic_load(&s->po.last[i]) != w[i].outer_ops || atomic_load(&s->pi.last[i]) != w[i].inner_ops)
+            out->count_mismatch = 1;
     out->overlaps = s->overlaps;
     out->torn = s->torn;
     out->bad_payload = s->bad_payload;
-    out->bad_errors = s->bad_errors;
+    out->bad_errors += s->bad_errors;
+    out->out_of_order = s->out_of_order;
     out->trylock_busy = s->busy;
-    if (ops->destroy(s->outer) != 0 || ops->destroy(s->inner) != 0)
-        out->bad_errors++;
+    free(s->po.last);
+    free(s->pi.last);
     free(w);
     free(s);
     return 0;
@@ -264,6 +314,7 @@ static int b_delegate(void *l, void (*fn)(void *), const void *a, size_t n)
 {
     return baton_delegate(l, fn, a, n);
 }
+static bool b_has_lock(void *l) { return (baton_lock_kind(l)->caps & BATON_CAP_LOCK) != 0; }
 
 const harness_ops_t harness_baton_ops = {
     .name = "baton",
@@ -274,4 +325,5 @@ const harness_ops_t harness_baton_ops = {
     .unlock = b_unlock,
     .execute = b_execute,
     .delegate = b_delegate,
+    .has_lock = b_has_lock,
 };

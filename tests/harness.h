@@ -9,7 +9,11 @@
  * per-thread operation counts.  Threads mix plain lock/unlock, trylock
  * loops (whose EBUSY must be real), execute, delegate (with a payload the
  * function must see intact) and nested acquisitions of the second lock,
- * released in varying order.  Any violation is counted, not asserted, so
+ * released in varying order.  Each thread numbers its operations on each
+ * lock, and every critical section checks that the thread's previous
+ * operation there was the one before (program order, which detached
+ * delegations must keep too).  Kinds without lock/unlock are driven through
+ * execute and delegate only (nesting by executing inside an execute).  Any violation is counted, not asserted, so
  * the harness itself can be tested against a broken lock.
  */
 #ifndef BATON_TEST_HARNESS_H
@@ -30,6 +34,8 @@ typedef struct harness_ops {
      * lock/unlock for those operation kinds. */
     int (*execute)(void *lock, void (*fn)(void *), void *ctx);
     int (*delegate)(void *lock, void (*fn)(void *), const void *args, size_t size);
+    /* NULL or true: lock/trylock/unlock work; false: only execute/delegate. */
+    bool (*has_lock)(void *lock);
 } harness_ops_t;
 
 typedef struct harness_result {
@@ -39,13 +45,15 @@ typedef struct harness_result {
     uint64_t count_mismatch;   /* shared counters != sum of per-thread ops */
     uint64_t bad_payload;      /* delegate payload altered */
     uint64_t bad_errors;       /* an operation returned an unexpected error */
+    uint64_t out_of_order;     /* a thread's operations on a lock ran out of its program order */
     uint64_t trylock_busy;     /* EBUSY results (informational) */
     double seconds;
 } harness_result_t;
 
 static inline uint64_t harness_failures(const harness_result_t *r)
 {
-    return r->overlaps + r->torn + r->count_mismatch + r->bad_payload + r->bad_errors;
+    return r->overlaps + r->torn + r->count_mismatch + r->bad_payload + r->bad_errors +
+           r->out_of_order;
 }
 
 /* Run `threads` threads for about `millis` ms (each thread does at least

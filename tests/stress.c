@@ -95,11 +95,12 @@ static bool in_list(const char *list, const char *name)
 static void print(const char *spec, int threads, const harness_result_t *r)
 {
     printf("%-24s %2d threads %9llu ops %6.0f ms  overlaps=%llu torn=%llu mismatch=%llu "
-           "payload=%llu errors=%llu busy=%llu  %s\n",
+           "payload=%llu errors=%llu order=%llu busy=%llu  %s\n",
            spec, threads, (unsigned long long)r->ops, r->seconds * 1e3,
            (unsigned long long)r->overlaps, (unsigned long long)r->torn,
            (unsigned long long)r->count_mismatch, (unsigned long long)r->bad_payload,
-           (unsigned long long)r->bad_errors, (unsigned long long)r->trylock_busy,
+           (unsigned long long)r->bad_errors, (unsigned long long)r->out_of_order,
+           (unsigned long long)r->trylock_busy,
            harness_failures(r) ? "FAIL" : "ok");
     fflush(stdout);
 }

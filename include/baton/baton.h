@@ -48,6 +48,16 @@
 
 #include <baton/visibility.h>
 
+/* C sees the waited-on word of a future as an atomic; C++ (before C++23 has
+ * no <stdatomic.h>) sees a plain word of the same size and layout and must
+ * only touch it through the functions below. */
+#ifdef __cplusplus
+#define BATON_ATOMIC_U32 uint32_t
+#else
+#include <stdatomic.h>
+#define BATON_ATOMIC_U32 _Atomic uint32_t
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -72,7 +82,10 @@ enum {
     BATON_CAP_WAIT     = 1u << 4, /* takes a wait policy */
     BATON_CAP_OWNER    = 1u << 5, /* tracks its owner: EPERM without check=1 */
     BATON_CAP_FIFO     = 1u << 6, /* grants in arrival order */
-    BATON_CAP_NOCOLLAPSE = 1u << 7 /* designed not to collapse when threads outnumber cores */
+    BATON_CAP_NOCOLLAPSE = 1u << 7, /* designed not to collapse when threads outnumber cores */
+    BATON_CAP_DETACH   = 1u << 8, /* baton_delegate returns before the operation has run */
+    BATON_CAP_RW       = 1u << 9, /* baton_rlock admits many readers at once */
+    BATON_CAP_SERVER   = 1u << 10 /* operations run on dedicated server threads */
 };
 
 typedef struct baton_kind_info {
@@ -97,6 +110,54 @@ BATON_API int baton_execute(baton_lock_t *lock, baton_fn fn, void *ctx);
  * the operation is accepted; operations delegated to one lock run in the
  * order they were accepted.  For mutex kinds it runs before returning. */
 BATON_API int baton_delegate(baton_lock_t *lock, baton_fn fn, const void *args, size_t size);
+
+/* Futures: a detached operation that promises to finish.  The operation
+ * writes its results wherever its arguments point (a field of the caller's
+ * context, say); the future says when it has run.  A future must stay alive
+ * (not be reused or go out of scope) until baton_future_wait() returns.
+ *
+ *   struct pop_args { heap_t *h; int *out; } a = { h, &v };
+ *   baton_future_t f;
+ *   baton_delegate_future(l, pop_min, &a, sizeof a, &f);
+ *   ...other work...
+ *   baton_future_wait(&f);            // v is now the popped value
+ */
+typedef struct baton_future {
+    BATON_ATOMIC_U32 state;   /* 0 pending, 1 done: the waited-on word */
+    int32_t status;           /* 0 once done */
+    uint64_t wait;            /* how to wait (the lock's policy), opaque */
+} baton_future_t;
+
+/* As baton_delegate, and f becomes ready once fn has run.  On error (EINVAL,
+ * EDEADLK) f is left ready with that status, so waiting never hangs. */
+BATON_API int baton_delegate_future(baton_lock_t *lock, baton_fn fn, const void *args, size_t size,
+                                    baton_future_t *f);
+/* Wait (through the wait layer: the lock's policy) until f is ready;
+ * returns its status. */
+BATON_API int baton_future_wait(baton_future_t *f);
+/* 1 if f is ready (acquire: what the operation wrote is visible), else 0. */
+BATON_API int baton_future_ready(const baton_future_t *f);
+
+/* Readers-writer use.  For kinds with BATON_CAP_RW (mrqd, rw(<kind>)) any
+ * number of readers hold the lock together, excluding writers (lock,
+ * execute, delegate); for every other kind rlock is lock. */
+BATON_API int baton_rlock(baton_lock_t *lock);
+BATON_API int baton_runlock(baton_lock_t *lock);
+
+/* Counters a kind keeps about itself (zero where a kind keeps none). */
+typedef struct baton_stats {
+    uint64_t help_sessions; /* delegation: times a helper, combiner or server ran
+                               queued operations before handing over */
+    uint64_t helped_ops;    /* operations run in those sessions, own ones included */
+    uint64_t direct_ops;    /* operations the caller ran itself, uncontended */
+    uint64_t full_retries;  /* delegation: enqueue attempts refused (queue full or closed) */
+    uint64_t forced_locks;  /* starvation bound reached: took the lock unconditionally */
+    uint64_t reserved[11];
+} baton_stats_t;
+
+/* Fill *out with the lock's counters (a racy snapshot while in use).
+ * Returns 0, or ENOTSUP if the kind keeps none. */
+BATON_API int baton_lock_stats(const baton_lock_t *lock, baton_stats_t *out);
 
 /* The canonical spec of a lock (wait policy resolved, options spelled out). */
 BATON_API const char *baton_lock_spec(const baton_lock_t *lock);

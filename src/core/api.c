@@ -11,6 +11,7 @@
 #include "registry.h"
 #include "error.h"
 #include "thread.h"
+#include "../delegate/delegate.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +24,10 @@ struct baton_lock {
     int (*unlock)(void *);
     int (*trylock)(void *);
     void *state;
+    /* Delegation kinds' own execute/delegate; NULL: lock, call, unlock. */
+    int (*execute)(void *, baton_fn, void *);
+    int (*delegate)(void *, baton_fn, const void *, size_t, baton_future_t *);
+    baton_wait_t fwait; /* how a future of this lock is waited for */
     int check;
     _Atomic uintptr_t owner; /* check mode only */
     const baton_kind_t *kind;
@@ -31,6 +36,16 @@ struct baton_lock {
 
 /* Header size rounded up so the state starts on its own cache line. */
 #define HEADER_SIZE ((sizeof(struct baton_lock) + BATON_CACHELINE - 1) / BATON_CACHELINE * BATON_CACHELINE)
+
+/* Kinds without lock/unlock (pure delegation: rcl, ccsynch) get these. */
+static void no_lock(void *s) { (void)s; }
+static int no_unlock(void *s) { (void)s; return ENOTSUP; }
+
+static int not_offered(baton_lock_t *l, const char *what)
+{
+    return baton_fail(ENOTSUP, "%s: lock kind '%s' offers execute and delegate only; use "
+                               "baton_execute() or a kind with lock/unlock", what, l->kind->name);
+}
 
 baton_lock_t *baton_lock_new(const char *spec)
 {
@@ -51,17 +66,27 @@ baton_lock_t *baton_lock_new(const char *spec)
         return NULL;
     }
     memset(l, 0, size);
-    l->lock = k->lock;
-    l->unlock = k->unlock;
-    l->trylock = k->trylock;
+    l->lock = k->lock ? k->lock : no_lock;
+    l->unlock = k->unlock ? k->unlock : no_unlock;
+    l->trylock = k->trylock ? k->trylock : no_unlock;
     l->state = (char *)l + HEADER_SIZE;
+    l->execute = k->execute;
+    l->delegate = k->delegate;
+    if (k->caps & BATON_CAP_WAIT)
+        l->fwait = o.wait;
+    else
+        (void)baton_wait_init(&l->fwait, BATON_WAIT_SPINPARK);
     l->check = o.check;
     l->kind = k;
     memcpy(l->spec, canon, sizeof l->spec);
     rc = k->init(l->state, &o);
     if (rc != 0) {
         free(l);
-        errno = baton_fail(rc, "initialising a '%s' lock failed: %s", k->name, strerror(rc));
+        /* Keep the kind's own message (a server thread that could not be
+         * created, say); else say which kind failed. */
+        if (baton_last_error()[0] == '\0')
+            baton_fail(rc, "initialising a '%s' lock failed: %s", k->name, strerror(rc));
+        errno = rc;
         return NULL;
     }
     return l;
@@ -115,6 +140,8 @@ static int checked_unlock(baton_lock_t *l)
 
 int baton_lock(baton_lock_t *l)
 {
+    if (BATON_UNLIKELY(l->lock == no_lock))
+        return not_offered(l, "lock");
     if (BATON_UNLIKELY(l->check))
         return checked_lock(l);
     l->lock(l->state);
@@ -123,6 +150,8 @@ int baton_lock(baton_lock_t *l)
 
 int baton_trylock(baton_lock_t *l)
 {
+    if (BATON_UNLIKELY(l->lock == no_lock))
+        return not_offered(l, "trylock");
     if (BATON_UNLIKELY(l->check))
         return checked_trylock(l);
     return l->trylock(l->state);
@@ -130,35 +159,133 @@ int baton_trylock(baton_lock_t *l)
 
 int baton_unlock(baton_lock_t *l)
 {
+    if (BATON_UNLIKELY(l->lock == no_lock))
+        return not_offered(l, "unlock");
     if (BATON_UNLIKELY(l->check))
         return checked_unlock(l);
     return l->unlock(l->state);
 }
 
-int baton_execute(baton_lock_t *l, baton_fn fn, void *ctx)
+/* --- execute, delegate, futures ------------------------------------------ */
+
+_Thread_local baton_cs_frame_t *baton_cs_top __attribute__((tls_model("initial-exec")));
+
+/* An operation on l from inside one of l's own critical sections would wait
+ * for itself: report it.  The chain is empty outside critical sections, so
+ * the common case costs one thread-local load. */
+static inline int self_deadlock(baton_lock_t *l, const char *what)
+{
+    if (BATON_LIKELY(baton_cs_top == NULL) || !baton_cs_inside(l->state)) {
+        if (BATON_LIKELY(!l->check) ||
+            atomic_load_explicit(&l->owner, memory_order_relaxed) != baton_self_token())
+            return 0;
+    }
+    return baton_fail(EDEADLK, "%s on lock '%s' from inside one of its own critical sections "
+                               "(it would wait for itself)", what, l->spec);
+}
+
+static int run_locked(baton_lock_t *l, baton_fn fn, void *ctx)
 {
     int rc = baton_lock(l);
     if (rc != 0)
         return rc;
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, l->state);
     fn(ctx);
+    baton_cs_leave(&frame);
     return baton_unlock(l);
 }
 
-int baton_delegate(baton_lock_t *l, baton_fn fn, const void *args, size_t size)
+int baton_execute(baton_lock_t *l, baton_fn fn, void *ctx)
+{
+    int rc = self_deadlock(l, "execute");
+    if (BATON_UNLIKELY(rc != 0))
+        return rc;
+    if (l->execute)
+        return l->execute(l->state, fn, ctx);
+    return run_locked(l, fn, ctx);
+}
+
+static int delegate_common(baton_lock_t *l, baton_fn fn, const void *args, size_t size,
+                           baton_future_t *f)
 {
     if (size > BATON_ARGS_MAX)
         return baton_fail(EINVAL, "delegate: %zu bytes of arguments, more than BATON_ARGS_MAX (%d); "
                                   "pass a pointer to them instead", size, BATON_ARGS_MAX);
-    /* The function sees a private copy, as it would on a delegation kind
-     * where it runs later on another thread. */
+    int rc = self_deadlock(l, "delegate");
+    if (BATON_UNLIKELY(rc != 0))
+        return rc;
+    if (l->delegate)
+        return l->delegate(l->state, fn, args, size, f);
+    /* Mutex kinds run it now.  The function sees a private copy, as it
+     * would on a delegation kind where it runs later on another thread. */
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
     if (size)
         memcpy(copy, args, size);
-    int rc = baton_lock(l);
-    if (rc != 0)
-        return rc;
-    fn(copy);
+    rc = run_locked(l, fn, copy);
+    if (f)
+        baton_future_complete(f, rc);
+    return rc;
+}
+
+int baton_delegate(baton_lock_t *l, baton_fn fn, const void *args, size_t size)
+{
+    return delegate_common(l, fn, args, size, NULL);
+}
+
+int baton_delegate_future(baton_lock_t *l, baton_fn fn, const void *args, size_t size,
+                          baton_future_t *f)
+{
+    baton_future_prepare(f, &l->fwait);
+    int rc = delegate_common(l, fn, args, size, f);
+    if (rc != 0 && !baton_future_ready(f))
+        baton_future_complete(f, rc); /* refused: ready at once, so waiting never hangs */
+    return rc;
+}
+
+int baton_future_wait(baton_future_t *f)
+{
+    baton_wait_t w;
+    memcpy(&w, &f->wait, sizeof w);
+    /* The acquire inside pairs with the release of baton_future_complete(). */
+    (void)baton_wait_while_eq(&w, &f->state, 0u);
+    return f->status;
+}
+
+int baton_future_ready(const baton_future_t *f)
+{
+    /* Acquire pairs with the release of baton_future_complete().  The cast
+     * drops const only for C11's atomic_load signature. */
+    return (baton_load((_Atomic uint32_t *)&f->state, memory_order_acquire) & ~BATON_WAIT_PARKED) != 0;
+}
+
+/* --- readers, statistics ------------------------------------------------------ */
+
+int baton_rlock(baton_lock_t *l)
+{
+    if (l->kind->rlock) {
+        l->kind->rlock(l->state);
+        return 0;
+    }
+    return baton_lock(l);
+}
+
+int baton_runlock(baton_lock_t *l)
+{
+    if (l->kind->runlock) {
+        l->kind->runlock(l->state);
+        return 0;
+    }
     return baton_unlock(l);
+}
+
+int baton_lock_stats(const baton_lock_t *l, baton_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!l->kind->stats)
+        return ENOTSUP;
+    l->kind->stats(l->state, out);
+    return 0;
 }
 
 const char *baton_lock_spec(const baton_lock_t *l)

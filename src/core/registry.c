@@ -20,6 +20,7 @@ static const baton_kind_t *const kinds[] = {
     &baton_kind_onespinner,
     &baton_kind_relay,
     &baton_kind_pthread,
+    &baton_kind_qd,
 };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])

@@ -26,6 +26,8 @@ typedef struct baton_opts {
     baton_wait_t wait;          /* resolved policy (kinds with BATON_CAP_WAIT) */
     uint64_t value[BATON_KIND_MAX_OPTIONS]; /* kind options, in table order */
     int check;                  /* owner checking requested */
+    const char *inner;          /* wrapper kinds: the inner lock's spec */
+    size_t inner_len;
 } baton_opts_t;
 
 typedef struct baton_kind {
@@ -43,10 +45,26 @@ typedef struct baton_kind {
     int (*trylock)(void *state); /* 0 or EBUSY */
     int (*unlock)(void *state);  /* 0 or EPERM */
     int (*is_locked)(void *state);
+
+    /* Delegation kinds (src/delegate/) fill these in; NULL means api.c runs
+     * the operation as lock, call, unlock.  `f`, when not NULL, must be made
+     * ready (baton_future_complete()) once fn has run.  delegate copies
+     * args[0..size) (size <= BATON_ARGS_MAX) before it returns. */
+    int (*execute)(void *state, baton_fn fn, void *ctx);
+    int (*delegate)(void *state, baton_fn fn, const void *args, size_t size, baton_future_t *f);
+    /* Readers (BATON_CAP_RW); NULL means lock/unlock. */
+    void (*rlock)(void *state);
+    void (*runlock)(void *state);
+    /* Counters (NULL: the kind keeps none). */
+    void (*stats)(void *state, baton_stats_t *out);
+    /* Wrapper kinds ("rw(<kind>)"): the spec names an inner lock. */
+    bool wrapper;
 } baton_kind_t;
 
 /* Every kind, defined at the bottom of its algorithm's file. */
 extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, baton_kind_mcs,
     baton_kind_clh, baton_kind_onespinner, baton_kind_relay, baton_kind_pthread;
+extern const baton_kind_t baton_kind_qd, baton_kind_mrqd, baton_kind_hqd, baton_kind_rcl,
+    baton_kind_fc, baton_kind_ccsynch, baton_kind_rw;
 
 #endif

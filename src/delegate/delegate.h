@@ -1,0 +1,83 @@
+/* delegate.h - what every delegation kind shares (src/delegate/).
+ *
+ *  - Critical-section frames: while a thread runs operations of a lock (as
+ *    the lock holder, a QD helper, a combiner or an RCL server) it pushes a
+ *    frame naming the lock's state.  An operation that executes on, or
+ *    delegates to, a lock whose frame is on the calling thread's chain would
+ *    wait for itself; baton_cs_inside() lets the API report EDEADLK instead.
+ *    The chain lives on the stack; the thread keeps only its top.
+ *  - Futures: how an operation that promised a result says it has run.
+ */
+#ifndef BATON_DELEGATE_DELEGATE_H
+#define BATON_DELEGATE_DELEGATE_H
+
+#include <baton/baton.h>
+#include <baton/wait.h>
+
+#include <stdbool.h>
+#include <string.h>
+
+typedef struct baton_cs_frame {
+    const void *lock;
+    struct baton_cs_frame *up;
+} baton_cs_frame_t;
+
+extern _Thread_local baton_cs_frame_t *baton_cs_top __attribute__((tls_model("initial-exec")));
+
+static inline void baton_cs_enter(baton_cs_frame_t *f, const void *lock)
+{
+    f->lock = lock;
+    f->up = baton_cs_top;
+    baton_cs_top = f;
+}
+
+static inline void baton_cs_leave(baton_cs_frame_t *f)
+{
+    baton_cs_top = f->up;
+}
+
+/* Is the calling thread running a critical section of `lock`? */
+static inline bool baton_cs_inside(const void *lock)
+{
+    for (const baton_cs_frame_t *f = baton_cs_top; f != NULL; f = f->up)
+        if (f->lock == lock)
+            return true;
+    return false;
+}
+
+/* --- futures ----------------------------------------------------------------- */
+
+static inline void baton_future_prepare(baton_future_t *f, const baton_wait_t *w)
+{
+    atomic_init(&f->state, 0u);
+    f->status = 0;
+    _Static_assert(sizeof f->wait == sizeof *w, "a future carries its wait policy");
+    memcpy(&f->wait, w, sizeof *w);
+}
+
+/* Mark f ready.  Release (inside baton_wait_store, or the store below): pairs
+ * with the acquire of baton_future_wait()/baton_future_ready(), so whatever
+ * the operation wrote is visible to the waiter.  After this store the waiter
+ * may free f: nothing touches it afterwards except the wake, which only
+ * hashes the address. */
+static inline void baton_future_complete(baton_future_t *f, int status)
+{
+    baton_wait_t w;
+    memcpy(&w, &f->wait, sizeof w);
+    f->status = status;
+    baton_wait_store(&w, &f->state, 1u);
+}
+
+/* Run fn(ctx) as the operation of `lock` (frame pushed), then complete f if
+ * there is one. */
+static inline void baton_run_op(const void *lock, baton_fn fn, void *ctx, baton_future_t *f)
+{
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, lock);
+    fn(ctx);
+    baton_cs_leave(&frame);
+    if (f)
+        baton_future_complete(f, 0);
+}
+
+#endif

@@ -1,0 +1,276 @@
+/* queue.h - the queue-delegation core shared by qd, mrqd and hqd.
+ *
+ * A QD lock is a mutual-exclusion lock (here baton_ttas_t, so that plain
+ * lock() waits through the lock's policy) plus a delegation queue, a
+ * tantrum queue: enqueue may answer CLOSED.  Whoever takes the mutex opens
+ * the queue, runs its own operation, then runs what others enqueued
+ * meanwhile (flush) until the queue is closed, and unlocks.  Whoever finds
+ * the mutex taken enqueues its operation and, unless it wants a result,
+ * goes on at once.
+ *
+ * The queue is a byte buffer and a 64-bit counter: the byte offset of the
+ * next free byte.  enqueue reserves an entry with one fetch_add (`cas=1`
+ * emulates it with a CAS loop), copies its arguments in, and publishes the
+ * entry by storing its function pointer last.  Entries are as long as their
+ * arguments need (rounded to 16 bytes), so several small operations share a
+ * cache line; `pad=1` gives every entry a line of its own.  The queue is
+ * closed when the counter is at or past the buffer's size: the helper closes
+ * it by swapping the size in, or it fills up by itself.  An enqueue whose
+ * reservation starts inside the buffer but does not fit (the straddler)
+ * writes an END marker where it would have started, so the helper knows
+ * nothing follows.  Between help sessions every byte of the buffer is zero:
+ * the helper zeroes each entry after running it, which is what lets it wait
+ * for "function pointer non-zero" at whatever offset an entry lands.
+ *
+ * Entry layout (offsets from the entry's start, always 16-byte aligned):
+ *    0  fn      0 = not yet written, QD_END = the straddler's marker
+ *    8  used    bytes of this entry actually written (u16), flags (u16)
+ *   16  future  (only with QD_F_FUTURE; 8 bytes + 8 of padding)
+ *   16|32       the arguments, or with QD_F_CTX the caller's ctx pointer
+ *
+ * Help sessions.  A helper runs at most `help_limit` operations per session.
+ * When it finds nothing new it closes the queue and ends the session; when
+ * the queue filled up by itself and the limit is not reached, it empties it
+ * and opens it again for another round.  Operations run in the order of
+ * their reservations, which is the order they were accepted: the
+ * linearization point of a delegated operation is its successful
+ * fetch_add, and that of the helper's own operation the point before it
+ * opens the queue.
+ *
+ * Starvation.  A delegator retries try_lock and enqueue at most `retries`
+ * times (pausing between), then takes the mutex unconditionally: the
+ * bounded variant of the algorithm.
+ */
+#ifndef BATON_DELEGATE_QUEUE_H
+#define BATON_DELEGATE_QUEUE_H
+
+#include "delegate.h"
+
+#include <baton/ttas.h>
+#include <sched.h>
+
+#define QD_END ((uintptr_t)1)
+#define QD_F_FUTURE 1u
+#define QD_F_CTX 2u
+
+enum { QD_OK = 0, QD_CLOSED = 1 };
+
+typedef struct qd_hdr {
+    _Atomic uintptr_t fn;
+    uint16_t used;
+    uint16_t flags;
+    uint32_t pad;
+} qd_hdr_t;
+
+_Static_assert(sizeof(qd_hdr_t) == 16, "entries are 16-byte granular");
+
+typedef struct qd_queue {
+    /* Hammered by every delegator: a line of its own. */
+    _Alignas(BATON_CACHELINE) _Atomic uint64_t counter;
+    /* Read by every delegator, written twice per session. */
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t closed; /* a hint: see enqueue */
+    _Atomic uint32_t helping; /* a session is running (for destroy's EBUSY test) */
+    uint32_t size;       /* bytes, a multiple of 128 */
+    uint8_t pad;         /* every entry takes a whole line */
+    uint8_t cas;         /* fetch_add emulated with a CAS loop */
+    unsigned char *buf;  /* BATON_CACHELINE aligned, size bytes, zero between sessions */
+} qd_queue_t;
+
+/* Counters, written only by the mutex holder (relaxed load+store, no RMW),
+ * read racily by baton_lock_stats(). */
+typedef struct qd_counters {
+    _Atomic uint64_t sessions, helped, forced;
+} qd_counters_t;
+
+static inline void qd_count(_Atomic uint64_t *c, uint64_t n)
+{
+    /* Relaxed: statistics only; the single writer holds the mutex. */
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+int qd_queue_init(qd_queue_t *q, uint32_t size, bool pad, bool cas);
+void qd_queue_destroy(qd_queue_t *q);
+
+static inline uint32_t qd_round16(size_t n)
+{
+    return (uint32_t)((n + 15u) & ~(size_t)15u);
+}
+
+/* Try to enqueue fn with a payload (args copied, or a ctx pointer when
+ * flags has QD_F_CTX).  QD_OK once accepted, QD_CLOSED otherwise. */
+static inline int qd_enqueue(qd_queue_t *q, baton_fn fn, const void *payload, size_t psize,
+                             uint32_t flags, baton_future_t *f)
+{
+    /* Relaxed: only a hint that keeps delegators off the counter's line
+     * while the queue is closed; the fetch_add below decides. */
+    if (baton_load(&q->closed, memory_order_relaxed))
+        return QD_CLOSED;
+    const uint32_t used = 16u + (f ? 16u : 0u) + qd_round16(psize);
+    const uint32_t len = q->pad ? (used + BATON_CACHELINE - 1u) & ~(uint32_t)(BATON_CACHELINE - 1u) : used;
+    uint64_t off;
+    if (BATON_LIKELY(!q->cas)) {
+        /* Acquire: pairs with the helper's release store that opened the
+         * queue, so the zeroed buffer it left is what we write over. */
+        off = baton_fetch_add(&q->counter, len, memory_order_acquire);
+    } else {
+        off = baton_load(&q->counter, memory_order_relaxed);
+        while (!baton_cas(&q->counter, &off, off + len, memory_order_acquire, memory_order_relaxed))
+            ;
+    }
+    if (BATON_LIKELY(off + len <= q->size)) {
+        unsigned char *e = q->buf + off;
+        qd_hdr_t *h = (qd_hdr_t *)e;
+        h->used = (uint16_t)used;
+        h->flags = (uint16_t)(flags | (f ? QD_F_FUTURE : 0u));
+        unsigned char *arg = e + 16;
+        if (f) {
+            memcpy(arg, &f, sizeof f);
+            arg += 16;
+        }
+        if (psize)
+            memcpy(arg, payload, psize);
+        /* Release: the entry is complete; pairs with the helper's acquire
+         * load of fn. */
+        baton_store(&h->fn, (uintptr_t)fn, memory_order_release);
+        return QD_OK;
+    }
+    if (off < q->size) {
+        /* The straddler: nothing will follow this offset in this round.
+         * Release pairs with the helper's acquire load of fn, like an entry. */
+        baton_store(&((qd_hdr_t *)(q->buf + off))->fn, QD_END, memory_order_release);
+    }
+    return QD_CLOSED;
+}
+
+/* Wait until the entry at h is written.  The writer is between its
+ * fetch_add and its store, a window of a few instructions unless it was
+ * preempted there: spin briefly, then yield.  Acquire pairs with the
+ * release store of fn in qd_enqueue(). */
+static inline uintptr_t qd_wait_entry(qd_hdr_t *h)
+{
+    uintptr_t fn;
+    unsigned spins = 0;
+    while ((fn = baton_load(&h->fn, memory_order_acquire)) == 0) {
+        if (++spins < 512u)
+            baton_cpu_relax();
+        else
+            sched_yield();
+    }
+    return fn;
+}
+
+/* Run the entry at e (fn already read) and zero it. */
+static inline void qd_run_entry(unsigned char *e, uintptr_t fn)
+{
+    qd_hdr_t *h = (qd_hdr_t *)e;
+    const uint32_t used = h->used, flags = h->flags;
+    unsigned char *arg = e + 16;
+    baton_future_t *f = NULL;
+    if (flags & QD_F_FUTURE) {
+        memcpy(&f, arg, sizeof f);
+        arg += 16;
+    }
+    void *ctx = arg;
+    if (flags & QD_F_CTX)
+        memcpy(&ctx, arg, sizeof ctx);
+    ((baton_fn)fn)(ctx);
+    /* Zero what the entry wrote, so the buffer is all zero again by the end
+     * of the session (the next session's entries may start at any 16-byte
+     * offset, including inside this one).  The plain stores are ordered
+     * before the next session's writers by the mutex and the opening
+     * release store. */
+    memset(e + 8, 0, used - 8u);
+    /* Relaxed: the same ordering argument as above. */
+    baton_store(&h->fn, (uintptr_t)0, memory_order_relaxed);
+    if (f)
+        baton_future_complete(f, 0);
+}
+
+/* Open the queue, run the caller's operation (fn, ctx, f), then help until
+ * the queue is closed or help_limit operations have run.  The caller holds
+ * the mutex (and, for mrqd/hqd, whatever else the session needs). */
+static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_limit,
+                              const void *lock_id, baton_fn fn, void *ctx, baton_future_t *f)
+{
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, lock_id);
+    /* Relaxed: read racily by destroy, which only chooses wait or EBUSY. */
+    baton_store(&q->helping, 1u, memory_order_relaxed);
+    /* Release: pairs with the acquire fetch_add of delegators, which then
+     * see the zeroed buffer.  The hint after it is relaxed: a delegator
+     * that reads it early only retries. */
+    baton_store(&q->counter, (uint64_t)0, memory_order_release);
+    baton_store(&q->closed, 0u, memory_order_relaxed);
+    fn(ctx);
+    if (f)
+        baton_future_complete(f, 0);
+    uint64_t helped = 1, done = 0;
+    const uint64_t size = q->size;
+    for (;;) {
+        /* Relaxed: the count only says which reservations exist; each
+         * entry's contents are acquired through its own fn. */
+        uint64_t todo = baton_load(&q->counter, memory_order_relaxed);
+        bool final = false, full = false;
+        if (todo == done || helped >= help_limit) {
+            /* Nothing new (or helped enough): close.  After the swap every
+             * reservation lands at or past the end and writes nothing. */
+            todo = baton_xchg(&q->counter, size, memory_order_relaxed);
+            baton_store(&q->closed, 1u, memory_order_relaxed);
+            final = true;
+            full = todo >= size;
+        } else if (todo >= size) {
+            baton_store(&q->closed, 1u, memory_order_relaxed);
+            final = full = true;
+        }
+        if (todo > size)
+            todo = size;
+        uint64_t p = done;
+        while (p < todo) {
+            unsigned char *e = q->buf + p;
+            uintptr_t efn = qd_wait_entry((qd_hdr_t *)e);
+            if (efn == QD_END) {
+                /* Relaxed: zeroing, ordered like qd_run_entry's. */
+                baton_store(&((qd_hdr_t *)e)->fn, (uintptr_t)0, memory_order_relaxed);
+                p = size;
+                break;
+            }
+            const uint32_t used = ((qd_hdr_t *)e)->used;
+            const uint32_t len = q->pad ? (used + BATON_CACHELINE - 1u) & ~(uint32_t)(BATON_CACHELINE - 1u) : used;
+            qd_run_entry(e, efn);
+            helped++;
+            p += len;
+        }
+        done = p;
+        if (!final)
+            continue;
+        if (full && helped < help_limit) {
+            /* It filled up by itself and we may help more: empty, reopen
+             * (release, as at the start of the session). */
+            baton_store(&q->counter, (uint64_t)0, memory_order_release);
+            baton_store(&q->closed, 0u, memory_order_relaxed);
+            done = 0;
+            continue;
+        }
+        break;
+    }
+    baton_cs_leave(&frame);
+    baton_store(&q->helping, 0u, memory_order_relaxed); /* relaxed: as above */
+    qd_count(&cnt->sessions, 1);
+    qd_count(&cnt->helped, helped);
+}
+
+/* Pause between a failed try_lock and enqueue and the next attempt: spin a
+ * little at first (the queue usually reopens within a session's round),
+ * then yield the CPU (the helper may be preempted). */
+static inline void qd_retry_pause(unsigned tries)
+{
+    if (tries < 4u) {
+        for (unsigned i = 0; i < (8u << tries); i++)
+            baton_cpu_relax();
+    } else {
+        sched_yield();
+    }
+}
+
+#endif
