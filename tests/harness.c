@@ -37,6 +37,8 @@ struct shared {
     _Atomic int stop;
     _Atomic uint64_t overlaps, torn, bad_payload, bad_errors, busy, out_of_order;
     bool has_lock; /* the kind offers lock/trylock/unlock (else execute/delegate only) */
+    bool has_read; /* rlock admits readers together: check they exclude writers */
+    _Atomic uint64_t reads, bad_reads;
 };
 
 struct worker {
@@ -186,6 +188,23 @@ static void one_op(struct shared *s, void *lock, struct protected *p, uint32_t r
     }
 }
 
+/* A read: no writer may be inside, and the writers' two-step update must
+ * never be seen half done. */
+static void one_read(struct shared *s, void *lock, struct protected *p)
+{
+    expect_ok(s, s->ops->rlock(lock));
+    for (int i = 0; i < 3; i++) {
+        if (atomic_load_explicit(&p->holders, memory_order_relaxed) != 0 ||
+            atomic_load_explicit(&p->a, memory_order_relaxed) !=
+                atomic_load_explicit(&p->b, memory_order_relaxed))
+            atomic_fetch_add_explicit(&s->bad_reads, 1, memory_order_relaxed);
+        for (volatile int k = 0; k < 10; k++)
+            ;
+    }
+    atomic_fetch_add_explicit(&s->reads, 1, memory_order_relaxed);
+    expect_ok(s, s->ops->runlock(lock));
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -194,6 +213,10 @@ static void *worker_main(void *arg)
     uint32_t x = 0x9e3779b9u * (uint32_t)(w->index + 1);
     do {
         uint32_t r = rnd(&x);
+        if (s->has_read && (r & 3u) == 0) {
+            one_read(s, (r >> 2) & 1u ? s->inner : s->outer, (r >> 2) & 1u ? &s->pi : &s->po);
+            continue;
+        }
         if ((r >> 8) % 4u == 0) {
             uint64_t oseq = ++w->outer_ops, iseq = ++w->inner_ops;
             if (!s->has_lock) {
@@ -254,6 +277,7 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
         return EINVAL;
     }
     s->has_lock = ops->has_lock ? ops->has_lock(s->outer) : true;
+    s->has_read = ops->has_read && ops->rlock && ops->has_read(s->outer);
     s->po.last = calloc((size_t)threads, sizeof *s->po.last);
     s->pi.last = calloc((size_t)threads, sizeof *s->pi.last);
     struct worker *w = calloc((size_t)threads, sizeof *w);
@@ -294,6 +318,8 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
     out->bad_payload = s->bad_payload;
     out->bad_errors += s->bad_errors;
     out->out_of_order = s->out_of_order;
+    out->bad_reads = s->bad_reads;
+    out->reads = s->reads;
     out->trylock_busy = s->busy;
     free(s->po.last);
     free(s->pi.last);
@@ -315,6 +341,9 @@ static int b_delegate(void *l, void (*fn)(void *), const void *a, size_t n)
     return baton_delegate(l, fn, a, n);
 }
 static bool b_has_lock(void *l) { return (baton_lock_kind(l)->caps & BATON_CAP_LOCK) != 0; }
+static bool b_has_read(void *l) { return (baton_lock_kind(l)->caps & BATON_CAP_RW) != 0; }
+static int b_rlock(void *l) { return baton_rlock(l); }
+static int b_runlock(void *l) { return baton_runlock(l); }
 
 const harness_ops_t harness_baton_ops = {
     .name = "baton",
@@ -326,4 +355,7 @@ const harness_ops_t harness_baton_ops = {
     .execute = b_execute,
     .delegate = b_delegate,
     .has_lock = b_has_lock,
+    .has_read = b_has_read,
+    .rlock = b_rlock,
+    .runlock = b_runlock,
 };

@@ -36,6 +36,10 @@ typedef struct harness_ops {
     int (*delegate)(void *lock, void (*fn)(void *), const void *args, size_t size);
     /* NULL or true: lock/trylock/unlock work; false: only execute/delegate. */
     bool (*has_lock)(void *lock);
+    /* Readers-writer kinds: has_read true, and rlock/runlock. */
+    bool (*has_read)(void *lock);
+    int (*rlock)(void *lock);
+    int (*runlock)(void *lock);
 } harness_ops_t;
 
 typedef struct harness_result {
@@ -46,6 +50,8 @@ typedef struct harness_result {
     uint64_t bad_payload;      /* delegate payload altered */
     uint64_t bad_errors;       /* an operation returned an unexpected error */
     uint64_t out_of_order;     /* a thread's operations on a lock ran out of its program order */
+    uint64_t bad_reads;        /* a reader saw a writer inside, or its update half done */
+    uint64_t reads;            /* read sections run (informational) */
     uint64_t trylock_busy;     /* EBUSY results (informational) */
     double seconds;
 } harness_result_t;
@@ -53,7 +59,7 @@ typedef struct harness_result {
 static inline uint64_t harness_failures(const harness_result_t *r)
 {
     return r->overlaps + r->torn + r->count_mismatch + r->bad_payload + r->bad_errors +
-           r->out_of_order;
+           r->out_of_order + r->bad_reads;
 }
 
 /* Run `threads` threads for about `millis` ms (each thread does at least

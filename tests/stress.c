@@ -95,11 +95,12 @@ static bool in_list(const char *list, const char *name)
 static void print(const char *spec, int threads, const harness_result_t *r)
 {
     printf("%-24s %2d threads %9llu ops %6.0f ms  overlaps=%llu torn=%llu mismatch=%llu "
-           "payload=%llu errors=%llu order=%llu busy=%llu  %s\n",
+           "payload=%llu errors=%llu order=%llu badreads=%llu busy=%llu  %s\n",
            spec, threads, (unsigned long long)r->ops, r->seconds * 1e3,
            (unsigned long long)r->overlaps, (unsigned long long)r->torn,
            (unsigned long long)r->count_mismatch, (unsigned long long)r->bad_payload,
            (unsigned long long)r->bad_errors, (unsigned long long)r->out_of_order,
+           (unsigned long long)r->bad_reads,
            (unsigned long long)r->trylock_busy,
            harness_failures(r) ? "FAIL" : "ok");
     fflush(stdout);
@@ -148,9 +149,15 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < n; k++) {
         if (!in_list(kinds, list[k].name))
             continue;
-        for (unsigned w = 0; w <= BATON_WAIT_KINDS; w++) {
+        /* Wrapper kinds run over a few inner kinds instead of policies. */
+        static const char *const inners[] = {"ttas", "mcs:spinpark", "relay", "qd"};
+        const bool wrapper = (list[k].caps & BATON_CAP_WRAPPER) != 0;
+        const unsigned nvariants = wrapper ? sizeof inners / sizeof inners[0] : BATON_WAIT_KINDS + 1;
+        for (unsigned w = 0; w < nvariants; w++) {
             char spec[64];
-            if (w == BATON_WAIT_KINDS) {
+            if (wrapper) {
+                snprintf(spec, sizeof spec, "%s(%s)", list[k].name, inners[w]);
+            } else if (w == BATON_WAIT_KINDS) {
                 if (list[k].waits != 0)
                     continue; /* kinds that take a policy ran once per policy */
                 snprintf(spec, sizeof spec, "%s", list[k].name);

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -106,10 +108,19 @@ static void deleg_fn(void *p)
     memset(a->bytes, 0, sizeof a->bytes); /* must not reach the caller */
 }
 
+/* The spec that names kind k (wrappers wrap mcs). */
+static void kind_spec(char *spec, size_t size, const baton_kind_info_t *k, const char *suffix)
+{
+    if (k->caps & BATON_CAP_WRAPPER)
+        snprintf(spec, size, "%s(mcs)%s", k->name, suffix);
+    else
+        snprintf(spec, size, "%s%s", k->name, suffix);
+}
+
 static void test_kind(const baton_kind_info_t *k, int check)
 {
     char spec[64];
-    snprintf(spec, sizeof spec, "%s%s", k->name, check ? ",check=1" : "");
+    kind_spec(spec, sizeof spec, k, check ? ",check=1" : "");
     baton_lock_t *l = baton_lock_new(spec);
     CHECK(l != NULL, "%s: %s", spec, baton_last_error());
     if (!l)
@@ -118,6 +129,26 @@ static void test_kind(const baton_kind_info_t *k, int check)
           baton_lock_spec(l));
     CHECK(baton_lock_kind(l) != NULL && strcmp(baton_lock_kind(l)->name, k->name) == 0, "%s", spec);
     int owner_checked = check || BATON_DEBUG || (k->caps & BATON_CAP_OWNER);
+    if (!(k->caps & BATON_CAP_LOCK)) {
+        /* Execute/delegate-only kinds refuse the lock verbs, clearly. */
+        CHECK(baton_lock(l) == ENOTSUP, "%s: lock on an execute-only kind", spec);
+        CHECK(strstr(baton_last_error(), "execute") != NULL, "%s: '%s'", spec, baton_last_error());
+        CHECK(baton_trylock(l) == ENOTSUP && baton_unlock(l) == ENOTSUP, "%s", spec);
+        struct exec_ctx c = {.lock = l};
+        CHECK(baton_execute(l, exec_fn, &c) == 0 && c.runs == 1, "%s: execute", spec);
+        struct deleg_args a = {.ctx = &c};
+        for (size_t i = 0; i < sizeof a.bytes; i++)
+            a.bytes[i] = (unsigned char)(i * 7 + 1);
+        c.runs = 0;
+        CHECK(baton_delegate(l, deleg_fn, &a, sizeof a) == 0, "%s", spec);
+        CHECK(baton_execute(l, exec_fn, &c) == 0, "%s", spec); /* runs after the delegation */
+        CHECK(c.runs == 2, "%s: delegate + execute ran %d", spec, c.runs);
+        CHECK(memcmp(c.seen, a.bytes, sizeof a.bytes) == 0, "%s: delegate payload", spec);
+        unsigned char big[BATON_ARGS_MAX + 1] = {0};
+        CHECK(baton_delegate(l, deleg_fn, big, sizeof big) == EINVAL, "%s: oversized args", spec);
+        CHECK(baton_lock_free(l) == 0, "%s: free", spec);
+        return;
+    }
 
     /* lock, trylock on a held lock (same and other thread), free while held */
     CHECK(baton_lock(l) == 0, "%s", spec);
@@ -171,6 +202,150 @@ static void test_kind(const baton_kind_info_t *k, int check)
     CHECK(c.runs == 1, "%s: oversized delegate must not run", spec);
 
     CHECK(baton_lock_free(l) == 0, "%s: free", spec);
+}
+
+/* --- delegation: futures, self-deadlock, nothing accepted lost ------------- */
+
+struct counter_ctx {
+    baton_lock_t *lock;
+    long n;
+    int nested_rc;
+};
+
+struct add_args {
+    struct counter_ctx *c;
+    long v;
+};
+
+static void add_fn(void *p)
+{
+    struct add_args *a = p;
+    a->c->n += a->v;
+}
+
+static void nested_exec_fn(void *p)
+{
+    struct counter_ctx *c = p;
+    struct add_args a = {c, 1};
+    c->nested_rc = baton_execute(c->lock, add_fn, &a);
+}
+
+static void nested_deleg_fn(void *p)
+{
+    struct counter_ctx *c = p;
+    struct add_args a = {c, 1};
+    c->nested_rc = baton_delegate(c->lock, add_fn, &a, sizeof a);
+}
+
+enum { EXIT_THREADS = 8, EXIT_OPS = 2000 };
+
+static void *delegate_and_exit(void *p)
+{
+    struct counter_ctx *c = p;
+    for (int i = 0; i < EXIT_OPS; i++) {
+        struct add_args a = {c, 1};
+        if (baton_delegate(c->lock, add_fn, &a, sizeof a) != 0)
+            return (void *)1;
+    }
+    return NULL; /* exits with operations possibly still accepted but not run */
+}
+
+static void test_delegation(const baton_kind_info_t *k)
+{
+    char spec[64];
+    kind_spec(spec, sizeof spec, k, "");
+    baton_lock_t *l = baton_lock_new(spec);
+    CHECK(l != NULL, "%s: %s", spec, baton_last_error());
+    if (!l)
+        return;
+    struct counter_ctx c = {.lock = l};
+
+    /* Futures: ready once the operation ran; refused ones are ready too. */
+    baton_future_t f[16];
+    for (int i = 0; i < 16; i++) {
+        struct add_args a = {&c, i + 1};
+        CHECK(baton_delegate_future(l, add_fn, &a, sizeof a, &f[i]) == 0, "%s: future %d", spec, i);
+    }
+    for (int i = 0; i < 16; i++)
+        CHECK(baton_future_wait(&f[i]) == 0 && baton_future_ready(&f[i]), "%s: future %d", spec, i);
+    struct add_args one = {&c, 0};
+    CHECK(baton_execute(l, add_fn, &one) == 0 && c.n == 136, "%s: futures summed %ld, want 136", spec, c.n);
+    unsigned char big[BATON_ARGS_MAX + 8] = {0};
+    baton_future_t bad;
+    CHECK(baton_delegate_future(l, add_fn, big, sizeof big, &bad) == EINVAL, "%s", spec);
+    CHECK(baton_future_ready(&bad) && baton_future_wait(&bad) == EINVAL, "%s: refused future not ready", spec);
+
+    /* An operation on its own lock from inside its critical section. */
+    c.nested_rc = 0;
+    CHECK(baton_execute(l, nested_exec_fn, &c) == 0, "%s", spec);
+    CHECK(c.nested_rc == EDEADLK, "%s: execute inside execute returned %d", spec, c.nested_rc);
+    c.nested_rc = 0;
+    CHECK(baton_execute(l, nested_deleg_fn, &c) == 0, "%s", spec);
+    CHECK(c.nested_rc == EDEADLK, "%s: delegate inside execute returned %d", spec, c.nested_rc);
+
+    /* Threads delegate and exit; freeing the lock runs whatever is left. */
+    c.n = 0;
+    pthread_t t[EXIT_THREADS];
+    for (int i = 0; i < EXIT_THREADS; i++)
+        pthread_create(&t[i], NULL, delegate_and_exit, &c);
+    for (int i = 0; i < EXIT_THREADS; i++) {
+        void *rc;
+        pthread_join(t[i], &rc);
+        CHECK(rc == NULL, "%s: delegate failed in thread %d", spec, i);
+    }
+    CHECK(baton_lock_free(l) == 0, "%s: free", spec);
+    CHECK(c.n == (long)EXIT_THREADS * EXIT_OPS, "%s: %ld operations ran after free, want %d", spec, c.n,
+          EXIT_THREADS * EXIT_OPS);
+}
+
+/* Readers share RW kinds; every other kind's rlock is its lock. */
+static void test_readers(const baton_kind_info_t *k)
+{
+    if (!(k->caps & BATON_CAP_LOCK))
+        return;
+    char spec[64];
+    kind_spec(spec, sizeof spec, k, "");
+    baton_lock_t *l = baton_lock_new(spec);
+    if (!l)
+        return;
+    CHECK(baton_rlock(l) == 0, "%s: rlock", spec);
+    if (k->caps & BATON_CAP_RW) {
+        CHECK(on_other_thread(baton_rlock, l) == 0, "%s: a second reader", spec);
+        CHECK(on_other_thread(baton_runlock, l) == 0, "%s", spec);
+        CHECK(on_other_thread(baton_trylock, l) == EBUSY, "%s: writer while a reader reads", spec);
+    } else {
+        CHECK(on_other_thread(baton_trylock, l) == EBUSY, "%s: rlock is exclusive", spec);
+    }
+    CHECK(baton_runlock(l) == 0, "%s: runlock", spec);
+    CHECK(on_other_thread(baton_trylock, l) == 0 && on_other_thread(baton_unlock, l) == 0,
+          "%s: free after the readers left", spec);
+    CHECK(baton_lock_free(l) == 0, "%s", spec);
+}
+
+/* After fork the child can use the locks (servers re-created). */
+static void test_fork(void)
+{
+    const char *specs[] = {"qd", "mrqd", "hqd", "mcs", "relay"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        baton_lock_t *l = baton_lock_new(specs[i]);
+        CHECK(l != NULL, "%s", specs[i]);
+        if (!l)
+            continue;
+        struct counter_ctx c = {.lock = l};
+        struct add_args a = {&c, 1};
+        baton_execute(l, add_fn, &a);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int ok = baton_execute(l, add_fn, &a) == 0 && baton_delegate(l, add_fn, &a, sizeof a) == 0;
+            ok = ok && baton_execute(l, add_fn, &a) == 0 && c.n == 4 && baton_lock_free(l) == 0;
+            _exit(ok ? 0 : 1);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: child after fork failed", specs[i]);
+        CHECK(baton_lock_free(l) == 0 && c.n == 1, "%s", specs[i]);
+    }
 }
 
 /* Many locks of one kind held at once, released in a scrambled order. */
@@ -230,6 +405,12 @@ static void test_bad_specs(void)
     expect_bad("relay,slice_us=abc", EINVAL, "key=<unsigned>");
     expect_bad("tas,check=2", EINVAL, "check=<0|1>");
     expect_bad("tas extra", EINVAL, "valid kinds");
+    expect_bad("rw", EINVAL, "rw(<kind>)");
+    expect_bad("rw(nosuch)", EINVAL, "unknown lock kind 'nosuch'");
+    expect_bad("rw(mcs", EINVAL, "unbalanced");
+    expect_bad("mcs(tas)", EINVAL, "does not wrap");
+    expect_bad("qd,queue=200", EINVAL, "queue=<256..65536>");
+    expect_bad("qd,queue=300", EINVAL, "multiple of 128");
     const baton_cpu_features_t *f = baton_cpu_features();
     if (!f->waitpkg && !f->monitorx)
         expect_bad("mcs:monitor", ENOTSUP, "auto");
@@ -290,10 +471,16 @@ int main(void)
     const baton_kind_info_t *list;
     size_t n = baton_kinds(&list);
     for (size_t i = 0; i < n; i++) {
+        char spec[64];
+        kind_spec(spec, sizeof spec, &list[i], "");
         test_kind(&list[i], 0);
         test_kind(&list[i], 1);
-        test_many_held(list[i].name);
+        if (list[i].caps & BATON_CAP_LOCK)
+            test_many_held(spec);
+        test_delegation(&list[i]);
+        test_readers(&list[i]);
     }
+    test_fork();
     test_bad_specs();
     test_registry();
     pthread_mutex_lock(&agent.m);

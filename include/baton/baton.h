@@ -85,7 +85,8 @@ enum {
     BATON_CAP_NOCOLLAPSE = 1u << 7, /* designed not to collapse when threads outnumber cores */
     BATON_CAP_DETACH   = 1u << 8, /* baton_delegate returns before the operation has run */
     BATON_CAP_RW       = 1u << 9, /* baton_rlock admits many readers at once */
-    BATON_CAP_SERVER   = 1u << 10 /* operations run on dedicated server threads */
+    BATON_CAP_SERVER   = 1u << 10, /* operations run on dedicated server threads */
+    BATON_CAP_WRAPPER  = 1u << 11  /* wraps another kind: spec "name(<inner spec>)" */
 };
 
 typedef struct baton_kind_info {

@@ -288,6 +288,11 @@ int baton_lock_stats(const baton_lock_t *l, baton_stats_t *out)
     return 0;
 }
 
+int baton_is_locked(baton_lock_t *l)
+{
+    return l->kind->is_locked ? l->kind->is_locked(l->state) : 0;
+}
+
 const char *baton_lock_spec(const baton_lock_t *l)
 {
     return l->spec;

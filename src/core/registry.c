@@ -21,6 +21,9 @@ static const baton_kind_t *const kinds[] = {
     &baton_kind_relay,
     &baton_kind_pthread,
     &baton_kind_qd,
+    &baton_kind_mrqd,
+    &baton_kind_hqd,
+    &baton_kind_rw,
 };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])

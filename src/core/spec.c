@@ -64,13 +64,47 @@ int baton_spec_parse(const char *spec, const baton_kind_t **kindp, baton_opts_t 
     memset(o, 0, sizeof *o);
     o->check = BATON_DEBUG;
 
-    size_t klen = strcspn(spec, ":,");
+    size_t klen = strcspn(spec, ":,()");
     const baton_kind_t *k = baton_registry_find(spec, klen);
     if (!k) {
         baton_registry_names(valid, sizeof valid);
         return baton_fail(EINVAL, "unknown lock kind '%.*s'; valid kinds: %s", (int)klen, spec, valid);
     }
     const char *p = spec + klen;
+    char inner_canon[160] = "";
+    if (k->wrapper) {
+        /* kind(<inner spec>): find the matching parenthesis. */
+        if (*p != '(')
+            return baton_fail(EINVAL, "'%s' wraps another kind: write %s(<kind>), e.g. %s(mcs)",
+                              k->name, k->name, k->name);
+        int depth = 0;
+        const char *q = p;
+        for (; *q; q++) {
+            if (*q == '(')
+                depth++;
+            else if (*q == ')' && --depth == 0)
+                break;
+        }
+        if (*q != ')')
+            return baton_fail(EINVAL, "unbalanced parentheses in lock spec '%s'", spec);
+        char inner[160];
+        size_t ilen = (size_t)(q - p - 1);
+        if (ilen == 0 || ilen >= sizeof inner)
+            return baton_fail(EINVAL, "'%s(...)' needs an inner lock spec, e.g. %s(mcs)", k->name, k->name);
+        memcpy(inner, p + 1, ilen);
+        inner[ilen] = '\0';
+        /* Validate the inner spec now, for its message and canonical form. */
+        const baton_kind_t *ik;
+        baton_opts_t io;
+        int rc = baton_spec_parse(inner, &ik, &io, inner_canon, sizeof inner_canon);
+        if (rc != 0)
+            return rc;
+        o->inner = p + 1;
+        o->inner_len = ilen;
+        p = q + 1;
+    } else if (*p == '(') {
+        return baton_fail(EINVAL, "lock kind '%s' does not wrap another kind (got '%s')", k->name, spec);
+    }
 
     int wait = k->default_wait;
     if (*p == ':') {
@@ -134,7 +168,8 @@ int baton_spec_parse(const char *spec, const baton_kind_t **kindp, baton_opts_t 
 
     /* Canonical form: kind, resolved policy, options that differ from their
      * defaults, check if on. */
-    int n = (k->caps & BATON_CAP_WAIT)
+    int n = k->wrapper ? snprintf(canon, canon_size, "%s(%s)", k->name, inner_canon)
+            : (k->caps & BATON_CAP_WAIT)
                 ? snprintf(canon, canon_size, "%s:%s", k->name, baton_wait_name(o->wait.kind))
                 : snprintf(canon, canon_size, "%s", k->name);
     size_t used = n > 0 ? (size_t)n : 0;

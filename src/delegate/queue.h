@@ -45,6 +45,7 @@
 #define BATON_DELEGATE_QUEUE_H
 
 #include "delegate.h"
+#include "../locks/kind.h"
 
 #include <baton/ttas.h>
 #include <sched.h>
@@ -187,12 +188,28 @@ static inline void qd_run_entry(unsigned char *e, uintptr_t fn)
         baton_future_complete(f, 0);
 }
 
+/* What mrqd and hqd add around a session (any may be NULL):
+ *   before_open  hqd: take the global lock, so that nothing is accepted
+ *                into this group's queue before the group may run it;
+ *   after_open   mrqd: wait for readers to leave (operations may be
+ *                accepted meanwhile, none runs);
+ *   after_close  hqd: release the global lock. */
+typedef struct qd_hooks {
+    void (*before_open)(void *arg);
+    void (*after_open)(void *arg);
+    void (*after_close)(void *arg);
+    void *arg;
+} qd_hooks_t;
+
 /* Open the queue, run the caller's operation (fn, ctx, f), then help until
  * the queue is closed or help_limit operations have run.  The caller holds
- * the mutex (and, for mrqd/hqd, whatever else the session needs). */
+ * the mutex. */
 static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_limit,
-                              const void *lock_id, baton_fn fn, void *ctx, baton_future_t *f)
+                              const void *lock_id, const qd_hooks_t *hooks, baton_fn fn, void *ctx,
+                              baton_future_t *f)
 {
+    if (hooks && hooks->before_open)
+        hooks->before_open(hooks->arg);
     baton_cs_frame_t frame;
     baton_cs_enter(&frame, lock_id);
     /* Relaxed: read racily by destroy, which only chooses wait or EBUSY. */
@@ -202,6 +219,8 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
      * that reads it early only retries. */
     baton_store(&q->counter, (uint64_t)0, memory_order_release);
     baton_store(&q->closed, 0u, memory_order_relaxed);
+    if (hooks && hooks->after_open)
+        hooks->after_open(hooks->arg);
     fn(ctx);
     if (f)
         baton_future_complete(f, 0);
@@ -254,11 +273,40 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
         }
         break;
     }
+    if (hooks && hooks->after_close)
+        hooks->after_close(hooks->arg);
     baton_cs_leave(&frame);
     baton_store(&q->helping, 0u, memory_order_relaxed); /* relaxed: as above */
     qd_count(&cnt->sessions, 1);
     qd_count(&cnt->helped, helped);
 }
+
+/* A mutex, a queue and their settings: one QD lock, or one group of hqd. */
+typedef struct qd_core {
+    baton_ttas_t mutex;
+    qd_queue_t queue;
+    _Alignas(BATON_CACHELINE) qd_counters_t cnt;
+    uint32_t help_limit;
+    uint32_t retries;
+    baton_wait_t wait;
+} qd_core_t;
+
+/* Options every QD-family kind takes, in this order at the start of its
+ * option table (see QD_OPTIONS). */
+enum { QD_OPT_QUEUE, QD_OPT_HELP, QD_OPT_RETRIES, QD_OPT_PAD, QD_OPT_CAS, QD_NOPTS };
+
+#define QD_OPTIONS                                                                                 \
+    [QD_OPT_QUEUE] = {"queue", 256, 65536, 4096, "delegation buffer bytes (multiple of 128)"},   \
+    [QD_OPT_HELP] = {"help_limit", 1, 1u << 30, 4096, "operations per help session"},            \
+    [QD_OPT_RETRIES] = {"retries", 0, 1u << 30, 64,                                              \
+                        "attempts before taking the lock unconditionally"},                      \
+    [QD_OPT_PAD] = {"pad", 0, 1, 0, "one cache line per queue entry"},                           \
+    [QD_OPT_CAS] = {"cas", 0, 1, 0, "emulate fetch_add with a CAS loop"}
+
+int qd_core_init(qd_core_t *c, const baton_opts_t *o);
+/* Wait for a running session to finish; EBUSY if held through lock(). */
+int qd_core_destroy(qd_core_t *c);
+void qd_core_stats(qd_core_t *c, baton_stats_t *out);
 
 /* Pause between a failed try_lock and enqueue and the next attempt: spin a
  * little at first (the queue usually reopens within a session's round),
@@ -271,6 +319,51 @@ static inline void qd_retry_pause(unsigned tries)
     } else {
         sched_yield();
     }
+}
+
+/* One delegated operation: help if the mutex is free, else enqueue; after
+ * `retries` refusals, take the mutex unconditionally.  `lock_id` names the
+ * kind's state (for EDEADLK detection). */
+static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t *hooks,
+                            baton_fn fn, const void *payload, size_t psize, uint32_t flags,
+                            baton_future_t *f)
+{
+    for (unsigned tries = 0;; tries++) {
+        if (baton_ttas_trylock(&c->mutex) == 0)
+            break;
+        if (qd_enqueue(&c->queue, fn, payload, psize, flags, f) == QD_OK)
+            return 0;
+        if (tries >= c->retries) {
+            baton_ttas_lock(&c->mutex);
+            qd_count(&c->cnt.forced, 1);
+            break;
+        }
+        qd_retry_pause(tries);
+    }
+    /* We hold the mutex: our operation runs first, on our own copy. */
+    void *ctx;
+    _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
+    if (flags & QD_F_CTX) {
+        memcpy(&ctx, payload, sizeof ctx);
+    } else {
+        if (psize)
+            memcpy(copy, payload, psize);
+        ctx = copy;
+    }
+    qd_session(&c->queue, &c->cnt, c->help_limit, lock_id, hooks, fn, ctx, f);
+    baton_ttas_unlock(&c->mutex);
+    return 0;
+}
+
+/* execute through qd_submit: the ctx pointer travels in the entry, and the
+ * caller waits on a future on its stack. */
+static inline int qd_submit_wait(qd_core_t *c, const void *lock_id, const qd_hooks_t *hooks,
+                                 baton_fn fn, void *ctx)
+{
+    baton_future_t f;
+    baton_future_prepare(&f, &c->wait);
+    qd_submit(c, lock_id, hooks, fn, &ctx, sizeof ctx, QD_F_CTX, &f);
+    return baton_future_wait(&f);
 }
 
 #endif

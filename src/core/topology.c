@@ -1,0 +1,129 @@
+/* topology.c - CPU groups from sysfs (see topology.h). */
+#include "topology.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int baton_topo_ncpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Parse a cpulist ("0-3,8,10-11") into a membership array. */
+static int parse_cpulist(const char *s, unsigned char *member, int ncpus)
+{
+    int count = 0;
+    while (*s && *s != '\n') {
+        int a, b, used;
+        if (sscanf(s, "%d%n", &a, &used) != 1)
+            return -1;
+        s += used;
+        b = a;
+        if (*s == '-') {
+            if (sscanf(s + 1, "%d%n", &b, &used) != 1)
+                return -1;
+            s += 1 + used;
+        }
+        for (int c = a; c <= b; c++)
+            if (c >= 0 && c < ncpus) {
+                member[c] = 1;
+                count++;
+            }
+        if (*s == ',')
+            s++;
+    }
+    return count;
+}
+
+static int read_line(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char *r = fgets(buf, (int)size, f);
+    fclose(f);
+    return r ? 0 : -1;
+}
+
+/* Assign groups by a per-CPU sysfs cpulist file (e.g. a cache's
+ * shared_cpu_list); returns the number of groups, or 0 if unreadable. */
+static int groups_from_lists(uint16_t *cpu_group, int ncpus, const char *fmt, int index)
+{
+    unsigned char member[4096];
+    if (ncpus > (int)sizeof member)
+        return 0;
+    for (int c = 0; c < ncpus; c++)
+        cpu_group[c] = UINT16_MAX;
+    int groups = 0;
+    char path[256], line[1024];
+    for (int c = 0; c < ncpus; c++) {
+        if (cpu_group[c] != UINT16_MAX)
+            continue;
+        snprintf(path, sizeof path, fmt, c, index);
+        if (read_line(path, line, sizeof line) != 0) {
+            cpu_group[c] = 0; /* offline or unknown: group 0 */
+            continue;
+        }
+        memset(member, 0, (size_t)ncpus);
+        if (parse_cpulist(line, member, ncpus) <= 0)
+            return 0;
+        for (int d = 0; d < ncpus; d++)
+            if (member[d] && cpu_group[d] == UINT16_MAX)
+                cpu_group[d] = (uint16_t)groups;
+        if (cpu_group[c] == UINT16_MAX)
+            cpu_group[c] = (uint16_t)groups;
+        groups++;
+    }
+    return groups;
+}
+
+int baton_topo_groups(uint16_t *cpu_group, int ncpus, int want)
+{
+    if (want > 0) {
+        if (want > ncpus)
+            want = ncpus;
+        for (int c = 0; c < ncpus; c++)
+            cpu_group[c] = (uint16_t)((long)c * want / ncpus);
+        return want;
+    }
+    unsigned char member[4096];
+    char line[1024], path[256];
+    /* NUMA nodes. */
+    int nodes = 0;
+    for (int c = 0; c < ncpus; c++)
+        cpu_group[c] = 0;
+    for (int n = 0; n < 1024 && ncpus <= (int)sizeof member; n++) {
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", n);
+        if (read_line(path, line, sizeof line) != 0)
+            break;
+        memset(member, 0, (size_t)ncpus);
+        if (parse_cpulist(line, member, ncpus) <= 0)
+            continue;
+        for (int c = 0; c < ncpus; c++)
+            if (member[c])
+                cpu_group[c] = (uint16_t)nodes;
+        nodes++;
+    }
+    if (nodes > 1)
+        return nodes;
+    /* One node: the largest cache level not shared by every online CPU. */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int index = 8; index >= 0; index--) {
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", index);
+        if (read_line(path, line, sizeof line) != 0 || ncpus > (int)sizeof member)
+            continue;
+        memset(member, 0, (size_t)ncpus);
+        int shared = parse_cpulist(line, member, ncpus);
+        if (shared <= 0 || shared >= online)
+            continue;
+        int g = groups_from_lists(cpu_group, ncpus,
+                                  "/sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", index);
+        if (g > 1)
+            return g;
+    }
+    for (int c = 0; c < ncpus; c++)
+        cpu_group[c] = 0;
+    return 1;
+}

@@ -1,0 +1,175 @@
+/* mrqd.c - multi-reader queue delegation lock.
+ *
+ * A QD lock (queue.h) plus a reader indicator (src/rwlock/indicator.h) and
+ * a write barrier, after the writer-preference readers-writer pattern:
+ *  - writers (delegate, execute, lock) work exactly as in qd, except that a
+ *    helper, having opened its queue, waits for readers to leave before it
+ *    runs anything; meanwhile more operations may be accepted, none runs;
+ *  - readers arrive at the indicator and look at the mutex: if it is held
+ *    they depart and wait for it to be free, then try again;
+ *  - a reader that has waited `read_patience` pauses raises the write
+ *    barrier, which holds new delegators back (before they try the lock)
+ *    until it is lowered, so writers cannot starve readers either.
+ * A writer does not wait for readers: delegate returns once accepted, and
+ * while readers read, writes pile up for one helper to run in a batch.
+ */
+#include "queue.h"
+#include "../rwlock/indicator.h"
+
+#include <errno.h>
+
+typedef struct mrqd_lock {
+    qd_core_t qd;
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t write_barrier;
+    uint32_t read_patience;
+    ri_t readers;
+    qd_hooks_t hooks;
+} mrqd_lock_t;
+
+/* After opening the queue: wait until no reader is inside. */
+static void wait_readers(void *arg)
+{
+    mrqd_lock_t *l = arg;
+    ri_writer_fence();
+    baton_waiter_t w;
+    baton_waiter_init(&w, &l->qd.wait);
+    while (ri_query(&l->readers))
+        if (!baton_waiter_pause(&w, NULL, 0))
+            sched_yield(); /* readers leave on their own; nobody wakes us */
+}
+
+static void hold_back_for_readers(mrqd_lock_t *l)
+{
+    /* Relaxed: the barrier is advisory (starvation avoidance), not part of
+     * mutual exclusion. */
+    unsigned tries = 0;
+    while (baton_load(&l->write_barrier, memory_order_relaxed) != 0)
+        qd_retry_pause(tries++);
+}
+
+static int mrqd_execute(void *s, baton_fn fn, void *ctx)
+{
+    mrqd_lock_t *l = s;
+    hold_back_for_readers(l);
+    return qd_submit_wait(&l->qd, l, &l->hooks, fn, ctx);
+}
+
+static int mrqd_delegate(void *s, baton_fn fn, const void *args, size_t size, baton_future_t *f)
+{
+    mrqd_lock_t *l = s;
+    hold_back_for_readers(l);
+    return qd_submit(&l->qd, l, &l->hooks, fn, args, size, 0, f);
+}
+
+static void mrqd_rlock(void *s)
+{
+    mrqd_lock_t *l = s;
+    bool raised = false;
+    uint32_t patience = 0;
+    for (;;) {
+        ri_arrive(&l->readers);
+        /* seq_cst: the reader's half of the Dekker pattern (indicator.h). */
+        if (baton_load(&l->qd.mutex.word, memory_order_seq_cst) == 0)
+            break;
+        ri_depart(&l->readers);
+        baton_waiter_t w;
+        baton_waiter_init(&w, &l->qd.wait);
+        /* Relaxed: only a hint of when to try again; the arrive/look above
+         * decides. */
+        while (baton_load(&l->qd.mutex.word, memory_order_relaxed) != 0) {
+            if (!baton_waiter_pause(&w, NULL, 0))
+                sched_yield();
+            if (++patience == l->read_patience && !raised) {
+                /* Relaxed: advisory, see hold_back_for_readers(). */
+                baton_fetch_add(&l->write_barrier, 1u, memory_order_relaxed);
+                raised = true;
+            }
+        }
+    }
+    if (raised)
+        baton_fetch_sub(&l->write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
+}
+
+static void mrqd_runlock(void *s)
+{
+    ri_depart(&((mrqd_lock_t *)s)->readers);
+}
+
+/* Plain exclusive use: the mutex, then wait for readers to leave. */
+static void k_lock(void *s)
+{
+    mrqd_lock_t *l = s;
+    baton_ttas_lock(&l->qd.mutex);
+    wait_readers(l);
+}
+
+static int k_trylock(void *s)
+{
+    mrqd_lock_t *l = s;
+    if (baton_ttas_trylock(&l->qd.mutex) != 0)
+        return EBUSY;
+    ri_writer_fence();
+    if (ri_query(&l->readers)) {
+        baton_ttas_unlock(&l->qd.mutex);
+        return EBUSY;
+    }
+    return 0;
+}
+
+static int k_unlock(void *s) { return baton_ttas_unlock(&((mrqd_lock_t *)s)->qd.mutex); }
+static int k_is_locked(void *s) { return baton_ttas_is_locked(&((mrqd_lock_t *)s)->qd.mutex); }
+
+/* --- registry entry ------------------------------------------------------- */
+
+enum { OPT_READERS = QD_NOPTS, OPT_PATIENCE };
+
+static const baton_option_desc_t mrqd_options[] = {
+    QD_OPTIONS,
+    [OPT_READERS] = {"readers", 0, 4096, 0, "reader-indicator lines (0: one per CPU, at least 4)"},
+    [OPT_PATIENCE] = {"read_patience", 1, 1u << 30, 1000,
+                      "pauses a reader waits before it holds new writers back"},
+};
+
+static int k_init(void *s, const baton_opts_t *o)
+{
+    mrqd_lock_t *l = s;
+    int rc = qd_core_init(&l->qd, o);
+    if (rc)
+        return rc;
+    atomic_init(&l->write_barrier, 0u);
+    l->read_patience = (uint32_t)o->value[OPT_PATIENCE];
+    l->hooks = (qd_hooks_t){.after_open = wait_readers, .arg = l};
+    rc = ri_init(&l->readers, (uint32_t)o->value[OPT_READERS]);
+    if (rc)
+        qd_core_destroy(&l->qd);
+    return rc;
+}
+
+static int k_destroy(void *s)
+{
+    mrqd_lock_t *l = s;
+    ri_writer_fence();
+    if (ri_query(&l->readers))
+        return EBUSY;
+    int rc = qd_core_destroy(&l->qd);
+    if (rc == 0)
+        ri_destroy(&l->readers);
+    return rc;
+}
+
+static void k_stats(void *s, baton_stats_t *out) { qd_core_stats(&((mrqd_lock_t *)s)->qd, out); }
+
+const baton_kind_t baton_kind_mrqd = {
+    .name = "mrqd",
+    .summary = "multi-reader queue delegation: readers share, writes are delegated and detach",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
+            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_RW | BATON_CAP_NOCOLLAPSE,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_SPINPARK,
+    .size = sizeof(mrqd_lock_t), .align = _Alignof(mrqd_lock_t),
+    .options = mrqd_options, .noptions = sizeof mrqd_options / sizeof mrqd_options[0],
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked,
+    .execute = mrqd_execute, .delegate = mrqd_delegate, .rlock = mrqd_rlock,
+    .runlock = mrqd_runlock, .stats = k_stats,
+};

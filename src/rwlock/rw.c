@@ -1,0 +1,156 @@
+/* rw.c - rw(<kind>): a writer-preference readers-writer lock over any
+ * mutex kind.
+ *
+ * Writers take the inner lock, then wait for readers to leave; readers
+ * arrive at a reader indicator (indicator.h), look at the inner lock, and
+ * if it is held depart and wait until it is free.  A reader that waited
+ * `read_patience` pauses raises a write barrier that holds new writers
+ * back until it is lowered.  This is the generic construction mrqd is built
+ * on, with the inner kind's lock instead of delegation.
+ */
+#include "indicator.h"
+#include "../core/error.h"
+#include "../core/registry.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rw_lock {
+    baton_lock_t *inner;
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t write_barrier;
+    uint32_t read_patience;
+    ri_t readers;
+    baton_wait_t pause; /* how readers and writers pause while waiting */
+} rw_lock_t;
+
+static void wait_readers(rw_lock_t *l)
+{
+    ri_writer_fence();
+    baton_waiter_t w;
+    baton_waiter_init(&w, &l->pause);
+    while (ri_query(&l->readers))
+        if (!baton_waiter_pause(&w, NULL, 0))
+            sched_yield(); /* readers leave on their own; nobody wakes us */
+}
+
+static void k_lock(void *s)
+{
+    rw_lock_t *l = s;
+    unsigned tries = 0;
+    /* Relaxed: the barrier is advisory (starvation avoidance). */
+    while (baton_load(&l->write_barrier, memory_order_relaxed) != 0)
+        if (tries++ > 16)
+            sched_yield();
+    (void)baton_lock(l->inner);
+    wait_readers(l);
+}
+
+static int k_trylock(void *s)
+{
+    rw_lock_t *l = s;
+    int rc = baton_trylock(l->inner);
+    if (rc != 0)
+        return rc;
+    ri_writer_fence();
+    if (ri_query(&l->readers)) {
+        (void)baton_unlock(l->inner);
+        return EBUSY;
+    }
+    return 0;
+}
+
+static int k_unlock(void *s) { return baton_unlock(((rw_lock_t *)s)->inner); }
+static int k_is_locked(void *s) { return baton_is_locked(((rw_lock_t *)s)->inner); }
+
+static void k_rlock(void *s)
+{
+    rw_lock_t *l = s;
+    bool raised = false;
+    uint32_t patience = 0;
+    for (;;) {
+        ri_arrive(&l->readers);
+        /* The reader's half of the Dekker pattern: the inner kind's
+         * is_locked is a relaxed load, so fence before it. */
+        atomic_thread_fence(memory_order_seq_cst);
+        if (!baton_is_locked(l->inner))
+            break;
+        ri_depart(&l->readers);
+        baton_waiter_t w;
+        baton_waiter_init(&w, &l->pause);
+        while (baton_is_locked(l->inner)) {
+            if (!baton_waiter_pause(&w, NULL, 0))
+                sched_yield();
+            if (++patience == l->read_patience && !raised) {
+                /* Relaxed: advisory. */
+                baton_fetch_add(&l->write_barrier, 1u, memory_order_relaxed);
+                raised = true;
+            }
+        }
+    }
+    if (raised)
+        baton_fetch_sub(&l->write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
+}
+
+static void k_runlock(void *s) { ri_depart(&((rw_lock_t *)s)->readers); }
+
+/* --- registry entry ------------------------------------------------------- */
+
+enum { OPT_READERS, OPT_PATIENCE };
+
+static const baton_option_desc_t rw_options[] = {
+    [OPT_READERS] = {"readers", 0, 4096, 0, "reader-indicator lines (0: one per CPU, at least 4)"},
+    [OPT_PATIENCE] = {"read_patience", 1, 1u << 30, 1000,
+                      "pauses a reader waits before it holds new writers back"},
+};
+
+static int k_init(void *s, const baton_opts_t *o)
+{
+    rw_lock_t *l = s;
+    char inner[160];
+    if (o->inner_len >= sizeof inner)
+        return baton_fail(EINVAL, "rw(...): inner spec too long");
+    memcpy(inner, o->inner, o->inner_len);
+    inner[o->inner_len] = '\0';
+    l->inner = baton_lock_new(inner);
+    if (!l->inner)
+        return errno ? errno : EINVAL; /* the message names what was wrong */
+    if (!(baton_lock_kind(l->inner)->caps & BATON_CAP_LOCK)) {
+        baton_lock_free(l->inner);
+        return baton_fail(EINVAL, "rw(%s): the inner kind must offer lock/unlock", inner);
+    }
+    atomic_init(&l->write_barrier, 0u);
+    l->read_patience = (uint32_t)o->value[OPT_PATIENCE];
+    (void)baton_wait_init(&l->pause, BATON_WAIT_SPINPARK);
+    int rc = ri_init(&l->readers, (uint32_t)o->value[OPT_READERS]);
+    if (rc)
+        baton_lock_free(l->inner);
+    return rc;
+}
+
+static int k_destroy(void *s)
+{
+    rw_lock_t *l = s;
+    ri_writer_fence();
+    if (ri_query(&l->readers))
+        return EBUSY;
+    int rc = baton_lock_free(l->inner);
+    if (rc == 0)
+        ri_destroy(&l->readers);
+    return rc;
+}
+
+const baton_kind_t baton_kind_rw = {
+    .name = "rw",
+    .summary = "rw(<kind>): writer-preference readers-writer lock over any kind with lock/unlock",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_RW |
+            BATON_CAP_WRAPPER,
+    .waits = BATON_WAITS_NONE,
+    .default_wait = BATON_NO_WAIT,
+    .size = sizeof(rw_lock_t), .align = _Alignof(rw_lock_t),
+    .options = rw_options, .noptions = sizeof rw_options / sizeof rw_options[0],
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked, .rlock = k_rlock, .runlock = k_runlock,
+    .wrapper = true,
+};
