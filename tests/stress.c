@@ -2,7 +2,10 @@
  * every wait policy it takes, at 2, 4 and 16 threads; or, with --broken,
  * over a deliberately broken lock, where the harness must report failure.
  *
- *   stress [--millis N] [--threads 2,4,16] [--kinds k1,k2] [--broken]
+ *   stress [--millis N] [--threads 2,4,16] [--kinds k1,k2] [--broken | --broken-order]
+ *
+ * --broken-order drives a correct lock whose delegate runs a thread's
+ * operations out of order; the harness's program-order check must catch it.
  *
  * Exit status: 0 when every run is clean (or, with --broken, when the
  * harness caught the broken lock); 1 otherwise.
@@ -63,6 +66,55 @@ static const harness_ops_t broken_ops = {
     .unlock = broken_unlock,
 };
 
+/* --- the reordering delegation: a correct lock whose delegate holds one
+ * operation back and runs it after the thread's next one (--broken-order).
+ * Mutual exclusion holds; only program order is broken, which the
+ * harness's order check must catch. */
+
+static _Thread_local struct {
+    void *lock;
+    void (*fn)(void *);
+    _Alignas(16) unsigned char args[BATON_ARGS_MAX];
+    int pending;
+} held;
+
+static void *ro_create(const char *spec) { (void)spec; return baton_lock_new("mcs"); }
+static int ro_destroy(void *l) { return baton_lock_free(l); }
+static int ro_lock(void *l) { return baton_lock(l); }
+static int ro_trylock(void *l) { return baton_trylock(l); }
+static int ro_unlock(void *l) { return baton_unlock(l); }
+static int ro_execute(void *l, void (*fn)(void *), void *ctx) { return baton_execute(l, fn, ctx); }
+static int ro_run_held(void)
+{
+    held.pending = 0;
+    return baton_delegate(held.lock, held.fn, held.args, sizeof held.args);
+}
+static int ro_delegate(void *l, void (*fn)(void *), const void *args, size_t n)
+{
+    if (held.pending && held.lock == l) {
+        int rc = baton_delegate(l, fn, args, n); /* the newer one first: wrong */
+        return rc ? rc : ro_run_held();
+    }
+    if (held.pending && ro_run_held() != 0)
+        return EIO;
+    held.lock = l;
+    held.fn = fn;
+    memcpy(held.args, args, n);
+    held.pending = 1;
+    return 0;
+}
+
+static const harness_ops_t reorder_ops = {
+    .name = "reorder",
+    .create = ro_create,
+    .destroy = ro_destroy,
+    .lock = ro_lock,
+    .trylock = ro_trylock,
+    .unlock = ro_unlock,
+    .execute = ro_execute,
+    .delegate = ro_delegate,
+};
+
 static int parse_list(const char *s, int *out, int max)
 {
     int n = 0;
@@ -112,7 +164,7 @@ int main(int argc, char **argv)
     int threads[8] = {2, 4, 16};
     int nthreads = 3;
     const char *kinds = NULL;
-    bool broken = false;
+    bool broken = false, broken_order = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--millis") && i + 1 < argc)
             millis = atoi(argv[++i]);
@@ -122,21 +174,46 @@ int main(int argc, char **argv)
             kinds = argv[++i];
         else if (!strcmp(argv[i], "--broken"))
             broken = true;
+        else if (!strcmp(argv[i], "--broken-order"))
+            broken_order = true;
         else {
-            fprintf(stderr, "usage: %s [--millis N] [--threads LIST] [--kinds LIST] [--broken]\n",
+            fprintf(stderr, "usage: %s [--millis N] [--threads LIST] [--kinds LIST] [--broken | --broken-order]\n",
                     argv[0]);
             return 2;
         }
     }
 
-    if (broken) {
-        /* The harness must catch it at every thread count above one. */
+    if (broken_order) {
+        /* Mutual exclusion holds, program order does not: the order check
+         * (and only it, plus the counts of operations held back at the
+         * end) must fire at every thread count. */
         int caught = 0;
         for (int t = 0; t < nthreads; t++) {
             harness_result_t r;
-            harness_run_ex(&broken_ops, "broken", threads[t], millis, false, &r);
-            print("broken", threads[t], &r);
-            caught += harness_failures(&r) > 0;
+            harness_run_ex(&reorder_ops, "reorder", threads[t], millis, false, &r);
+            print("reorder", threads[t], &r);
+            caught += r.out_of_order > 0 && r.overlaps == 0 && r.torn == 0;
+        }
+        printf("%s: harness caught the reordering delegation in %d of %d runs\n",
+               caught == nthreads ? "PASS" : "FAIL", caught, nthreads);
+        return caught == nthreads ? 0 : 1;
+    }
+
+    if (broken) {
+        /* The harness must catch it at every thread count above one. */
+        /* On a loaded machine the threads may seldom run at the same time,
+         * so a run may miss the overlap: allow up to 10 runs per count. */
+        int caught = 0;
+        for (int t = 0; t < nthreads; t++) {
+            for (int attempt = 0; attempt < 10; attempt++) {
+                harness_result_t r;
+                harness_run_ex(&broken_ops, "broken", threads[t], millis, false, &r);
+                print("broken", threads[t], &r);
+                if (harness_failures(&r) > 0) {
+                    caught++;
+                    break;
+                }
+            }
         }
         printf("%s: harness caught the broken lock in %d of %d runs\n",
                caught == nthreads ? "PASS" : "FAIL", caught, nthreads);

@@ -30,7 +30,7 @@ typedef struct mrqd_lock {
 static void wait_readers(void *arg)
 {
     mrqd_lock_t *l = arg;
-    ri_writer_fence();
+    ri_writer_mark(&l->qd.mutex.word);
     baton_waiter_t w;
     baton_waiter_init(&w, &l->qd.wait);
     while (ri_query(&l->readers))
@@ -108,7 +108,7 @@ static int k_trylock(void *s)
     mrqd_lock_t *l = s;
     if (baton_ttas_trylock(&l->qd.mutex) != 0)
         return EBUSY;
-    ri_writer_fence();
+    ri_writer_mark(&l->qd.mutex.word);
     if (ri_query(&l->readers)) {
         baton_ttas_unlock(&l->qd.mutex);
         return EBUSY;
@@ -148,7 +148,6 @@ static int k_init(void *s, const baton_opts_t *o)
 static int k_destroy(void *s)
 {
     mrqd_lock_t *l = s;
-    ri_writer_fence();
     if (ri_query(&l->readers))
         return EBUSY;
     int rc = qd_core_destroy(&l->qd);

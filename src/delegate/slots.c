@@ -37,8 +37,14 @@ static void slots_exit(void *arg)
     t->n = t->cap = 0;
 }
 
+/* fork: the child must not inherit live_mutex held by a thread that does
+ * not exist there. */
+static void fork_prepare(void) { pthread_mutex_lock(&live_mutex); }
+static void fork_release(void) { pthread_mutex_unlock(&live_mutex); }
+
 static void make_key(void)
 {
+    pthread_atfork(fork_prepare, fork_release, fork_release);
     if (pthread_key_create(&exit_key, slots_exit) != 0) {
         fprintf(stderr, "baton: pthread_key_create failed\n");
         abort();

@@ -11,6 +11,7 @@
 #include "indicator.h"
 #include "../core/error.h"
 #include "../core/registry.h"
+#include "../core/thread.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -19,6 +20,11 @@
 
 typedef struct rw_lock {
     baton_lock_t *inner;
+    /* 1 while a writer holds (or is taking) the inner lock: what readers
+     * look at, so the Dekker pattern does not depend on how the inner kind
+     * represents "held". */
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t writer;
+    _Atomic uintptr_t owner; /* the writer's token (relaxed: compared with one's own) */
     _Alignas(BATON_CACHELINE) _Atomic uint32_t write_barrier;
     uint32_t read_patience;
     ri_t readers;
@@ -27,7 +33,8 @@ typedef struct rw_lock {
 
 static void wait_readers(rw_lock_t *l)
 {
-    ri_writer_fence();
+    /* seq_cst RMW: the writer's half of the Dekker pattern (indicator.h). */
+    baton_xchg(&l->writer, 1u, memory_order_seq_cst);
     baton_waiter_t w;
     baton_waiter_init(&w, &l->pause);
     while (ri_query(&l->readers))
@@ -45,6 +52,7 @@ static void k_lock(void *s)
             sched_yield();
     (void)baton_lock(l->inner);
     wait_readers(l);
+    baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_unlock() */
 }
 
 static int k_trylock(void *s)
@@ -53,15 +61,30 @@ static int k_trylock(void *s)
     int rc = baton_trylock(l->inner);
     if (rc != 0)
         return rc;
-    ri_writer_fence();
+    baton_xchg(&l->writer, 1u, memory_order_seq_cst); /* as in wait_readers() */
     if (ri_query(&l->readers)) {
+        baton_store(&l->writer, 0u, memory_order_release); /* as in k_unlock() */
         (void)baton_unlock(l->inner);
         return EBUSY;
     }
+    baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_unlock() */
     return 0;
 }
 
-static int k_unlock(void *s) { return baton_unlock(((rw_lock_t *)s)->inner); }
+static int k_unlock(void *s)
+{
+    rw_lock_t *l = s;
+    /* A non-owner's unlock must change nothing.  Relaxed: only the owner
+     * stores its own token; others compare against theirs. */
+    if (baton_load(&l->owner, memory_order_relaxed) != baton_self_token())
+        return EPERM;
+    baton_store(&l->owner, (uintptr_t)0, memory_order_relaxed);
+    /* Release: the writer's critical section happens before readers that
+     * see 0 (their seq_cst load is an acquire). */
+    baton_store(&l->writer, 0u, memory_order_release);
+    return baton_unlock(l->inner);
+}
+
 static int k_is_locked(void *s) { return baton_is_locked(((rw_lock_t *)s)->inner); }
 
 static void k_rlock(void *s)
@@ -71,15 +94,14 @@ static void k_rlock(void *s)
     uint32_t patience = 0;
     for (;;) {
         ri_arrive(&l->readers);
-        /* The reader's half of the Dekker pattern: the inner kind's
-         * is_locked is a relaxed load, so fence before it. */
-        atomic_thread_fence(memory_order_seq_cst);
-        if (!baton_is_locked(l->inner))
+        /* seq_cst: the reader's half of the Dekker pattern (indicator.h). */
+        if (baton_load(&l->writer, memory_order_seq_cst) == 0)
             break;
         ri_depart(&l->readers);
         baton_waiter_t w;
         baton_waiter_init(&w, &l->pause);
-        while (baton_is_locked(l->inner)) {
+        /* Relaxed: a hint of when to try again; the look above decides. */
+        while (baton_load(&l->writer, memory_order_relaxed) != 0) {
             if (!baton_waiter_pause(&w, NULL, 0))
                 sched_yield();
             if (++patience == l->read_patience && !raised) {
@@ -121,6 +143,7 @@ static int k_init(void *s, const baton_opts_t *o)
         return baton_fail(EINVAL, "rw(%s): the inner kind must offer lock/unlock", inner);
     }
     atomic_init(&l->write_barrier, 0u);
+    atomic_init(&l->writer, 0u);
     l->read_patience = (uint32_t)o->value[OPT_PATIENCE];
     (void)baton_wait_init(&l->pause, BATON_WAIT_SPINPARK);
     int rc = ri_init(&l->readers, (uint32_t)o->value[OPT_READERS]);
@@ -132,7 +155,6 @@ static int k_init(void *s, const baton_opts_t *o)
 static int k_destroy(void *s)
 {
     rw_lock_t *l = s;
-    ri_writer_fence();
     if (ri_query(&l->readers))
         return EBUSY;
     int rc = baton_lock_free(l->inner);
@@ -145,7 +167,7 @@ const baton_kind_t baton_kind_rw = {
     .name = "rw",
     .summary = "rw(<kind>): writer-preference readers-writer lock over any kind with lock/unlock",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_RW |
-            BATON_CAP_WRAPPER,
+            BATON_CAP_OWNER | BATON_CAP_WRAPPER,
     .waits = BATON_WAITS_NONE,
     .default_wait = BATON_NO_WAIT,
     .size = sizeof(rw_lock_t), .align = _Alignof(rw_lock_t),
