@@ -31,8 +31,19 @@ typedef struct bench_lock {
     void *obj;
     void (*lock)(void *obj);    /* peers only: baton kinds are called */
     void (*unlock)(void *obj);  /* through baton_lock()/baton_unlock() */
+    void (*rlock)(void *obj);   /* RW peers only (NULL otherwise): */
+    void (*runlock)(void *obj); /* their reader mode */
     baton_lock_t *baton;        /* baton kinds */
     const bench_peer_t *peer;   /* peers */
+    /* What the workloads key on: the kind's BATON_CAP_* bits; a peer has
+     * BATON_CAP_LOCK, plus BATON_CAP_RW when it has a reader mode. */
+    unsigned caps;
+    /* A delegation kind: its execute and delegate run operations for other
+     * threads (detached, on a server, or combining), rather than being lock,
+     * call, unlock.  Set for BATON_CAP_DETACH or BATON_CAP_SERVER, or when
+     * the kind keeps statistics (baton_lock_stats()), since no capability
+     * bit tells a combining kind from a mutex. */
+    bool delegates;
 } bench_lock_t;
 
 /* The hot calls: baton kinds straight through the dynamic API (one call,
@@ -53,6 +64,45 @@ static inline void bench_lock_release(bench_lock_t *l)
         l->unlock(l->obj);
 }
 
+/* Reader mode: baton_rlock (which is lock for kinds without BATON_CAP_RW),
+ * a peer's reader mode, or a mutex peer's lock. */
+static inline void bench_lock_read_acquire(bench_lock_t *l)
+{
+    if (l->baton)
+        (void)baton_rlock(l->baton);
+    else if (l->rlock)
+        l->rlock(l->obj);
+    else
+        l->lock(l->obj);
+}
+
+static inline void bench_lock_read_release(bench_lock_t *l)
+{
+    if (l->baton)
+        (void)baton_runlock(l->baton);
+    else if (l->runlock)
+        l->runlock(l->obj);
+    else
+        l->unlock(l->obj);
+}
+
+/* fn(ctx) under the lock: baton_execute for baton kinds (the kind's own
+ * path: a delegation kind may run fn on another thread), lock, call, unlock
+ * for peers.  Returns 0 or the API's error. */
+static inline int bench_execute(bench_lock_t *l, baton_fn fn, void *ctx)
+{
+    if (l->baton)
+        return baton_execute(l->baton, fn, ctx);
+    l->lock(l->obj);
+    fn(ctx);
+    l->unlock(l->obj);
+    return 0;
+}
+
+/* Average operations per help session from baton_lock_stats(), or -1 when
+ * the lock keeps no statistics (peers, mutex kinds) or had no session. */
+double bench_lock_ops_per_session(const bench_lock_t *l);
+
 /* Open a lock named by a baton spec or "peer:<name>"; on failure returns an
  * errno value and writes a message listing the valid names into err. */
 int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errlen);
@@ -61,8 +111,11 @@ void bench_lock_close(bench_lock_t *l);
 /* Expand a --locks argument into specs.  Items are separated by commas;
  * an item containing '=' continues the previous spec (so "relay,slice_us=20"
  * stays one spec).  Keywords: "all" (every kind with its default policy,
- * the spinpark variant of every kind whose default spins, every peer),
- * "kinds", "peers", "allwaits" (every kind with every policy the CPU has).
+ * the spinpark variant of every kind whose default spins, every mutex
+ * peer), "kinds", "peers" (the mutex-only peers), "rwpeers" (the
+ * readers-writer peers), "allwaits" (every kind with every policy the CPU
+ * has).  Keywords leave out wrapper kinds (BATON_CAP_WRAPPER): rw(<kind>)
+ * must be named with its inner kind.
  * Returns the count, or -1 with a message. */
 int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err,
                        size_t errlen);
@@ -77,6 +130,8 @@ enum {
     BENCH_ERROR          /* could not set up */
 };
 
+#define BENCH_EXTRAS 4
+
 typedef struct bench_result {
     int status;
     int threads;
@@ -85,9 +140,15 @@ typedef struct bench_result {
     uint64_t min_thread_ops, max_thread_ops;
     double cpu_s;
     double energy_j;      /* < 0: not available */
-    double extra[4];      /* workload-specific figures */
+    /* Workload-specific figures, filled by the workload's `extras` hook;
+     * a negative value means "not available" (the report prints "-"). */
+    double extra[BENCH_EXTRAS];
     char message[256];
 } bench_result_t;
+
+/* Where the workloads put the operations per help session of delegation
+ * kinds (bench_lock_ops_per_session()). */
+#define BENCH_EXTRA_OPS_PER_SESSION 0
 
 typedef struct bench_workload {
     const char *name;
@@ -95,6 +156,9 @@ typedef struct bench_workload {
     void *(*setup)(const void *params, bench_lock_t *lock, int threads, char *err, size_t errlen);
     /* One thread's loop: run operations until *stop, return how many. */
     uint64_t (*thread_main)(void *state, int index, const _Atomic int *stop);
+    /* Optional: after all threads joined and before verify, fill
+     * r->extra[] (the runner sets every entry to -1 first). */
+    void (*extras)(void *state, bench_lock_t *lock, bench_result_t *r);
     /* After all threads joined: 0, or nonzero with a message. */
     int (*verify)(void *state, const uint64_t *thread_ops, int threads, bench_result_t *r);
     void (*teardown)(void *state);

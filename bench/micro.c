@@ -14,6 +14,15 @@
  * increment (no lock prefix), and free of data races even in the
  * --inject-fault run, where thread 0 skips the lock to prove the check
  * can fail.
+ *
+ * How the critical section runs (--via): "lock" brackets it with lock and
+ * unlock; "execute" hands it to baton_execute() as a function, which a
+ * delegation kind may run on another thread (the RCL paper's setting: its
+ * Figure 4 is --private-lines 0 with S from 1 to 20, and S=1 with P from 0
+ * to 20); "auto" uses lock where the kind offers it (BATON_CAP_LOCK) and
+ * execute otherwise.  Peers have no execute: theirs is lock, call, unlock.
+ * For kinds that keep statistics, the table adds the average number of
+ * operations run per help session.
  */
 #include "bench.h"
 #include "machine.h"
@@ -28,20 +37,31 @@
 #include <string.h>
 #include <unistd.h>
 
+enum { VIA_AUTO, VIA_LOCK, VIA_EXECUTE };
+
 struct micro_params {
     int shared_lines;
     int private_lines;
     int local_work;
     bool inject_fault;
+    int via; /* VIA_* */
 };
 
 struct micro_line {
     _Alignas(BENCH_LINE) _Atomic uint64_t v;
 };
 
+/* One thread's critical section as a function, for baton_execute. */
+struct micro_cs {
+    struct micro_line *shared, *priv;
+    int S, P;
+};
+
 struct micro_thread {
     _Alignas(BENCH_LINE) struct micro_line *priv;
     bench_local_t local;
+    struct micro_cs cs;
+    int error; /* what baton_execute returned, if it failed */
 };
 
 struct micro_state {
@@ -50,6 +70,7 @@ struct micro_state {
     struct micro_line *shared;
     struct micro_thread *t;
     int threads;
+    bool execute; /* run critical sections through bench_execute() */
 };
 
 static inline void bump(struct micro_line *l)
@@ -58,6 +79,15 @@ static inline void bump(struct micro_line *l)
      * critical section's plain increment costs, without a data race. */
     atomic_store_explicit(&l->v, atomic_load_explicit(&l->v, memory_order_relaxed) + 1,
                           memory_order_relaxed);
+}
+
+static void micro_cs_run(void *ctx)
+{
+    const struct micro_cs *cs = ctx;
+    for (int i = 0; i < cs->S; i++)
+        bump(&cs->shared[i]);
+    for (int i = 0; i < cs->P; i++)
+        bump(&cs->priv[i]);
 }
 
 static void *micro_setup(const void *params, bench_lock_t *lock, int threads, char *err,
@@ -70,6 +100,7 @@ static void *micro_setup(const void *params, bench_lock_t *lock, int threads, ch
     s->p = p;
     s->lock = lock;
     s->threads = threads;
+    s->execute = p->via == VIA_EXECUTE || (p->via == VIA_AUTO && !(lock->caps & BATON_CAP_LOCK));
     size_t nshared = p->shared_lines > 0 ? (size_t)p->shared_lines : 1;
     s->shared = aligned_alloc(BENCH_LINE, nshared * sizeof *s->shared);
     s->t = aligned_alloc(BENCH_LINE, (size_t)threads * sizeof *s->t);
@@ -101,6 +132,8 @@ static uint64_t micro_thread(void *state, int index, const _Atomic int *stop)
     struct micro_line *shared = s->shared, *priv = me->priv;
     bench_lock_t *lock = s->lock;
     const bool skip_lock = s->p->inject_fault && index == 0;
+    const bool execute = s->execute && !skip_lock;
+    me->cs = (struct micro_cs){shared, priv, S, P};
     uint64_t ops = 0;
     uint64_t sink = 0;
     do {
@@ -108,6 +141,15 @@ static uint64_t micro_thread(void *state, int index, const _Atomic int *stop)
             bench_local_work(&me->local, L);
         for (int i = 0; i < P; i++)
             sink += atomic_load_explicit(&priv[i].v, memory_order_relaxed);
+        if (execute) {
+            int rc = bench_execute(lock, micro_cs_run, &me->cs);
+            if (rc != 0) {
+                me->error = rc;
+                break;
+            }
+            ops++;
+            continue; /* to the stop check */
+        }
         if (!skip_lock)
             bench_lock_acquire(lock);
         for (int i = 0; i < S; i++)
@@ -127,6 +169,12 @@ static uint64_t micro_thread(void *state, int index, const _Atomic int *stop)
 static int micro_verify(void *state, const uint64_t *ops, int threads, bench_result_t *r)
 {
     struct micro_state *s = state;
+    for (int i = 0; i < threads; i++)
+        if (s->t[i].error) {
+            snprintf(r->message, sizeof r->message, "thread %d: baton_execute failed: %s", i,
+                     strerror(s->t[i].error));
+            return 1;
+        }
     uint64_t total = 0;
     for (int i = 0; i < threads; i++)
         total += ops[i];
@@ -152,6 +200,12 @@ static int micro_verify(void *state, const uint64_t *ops, int threads, bench_res
     return 0;
 }
 
+static void micro_extras(void *state, bench_lock_t *lock, bench_result_t *r)
+{
+    (void)state;
+    r->extra[BENCH_EXTRA_OPS_PER_SESSION] = bench_lock_ops_per_session(lock);
+}
+
 static void micro_teardown(void *state)
 {
     struct micro_state *s = state;
@@ -166,6 +220,7 @@ static const bench_workload_t micro_workload = {
     .name = "micro",
     .setup = micro_setup,
     .thread_main = micro_thread,
+    .extras = micro_extras,
     .verify = micro_verify,
     .teardown = micro_teardown,
 };
@@ -179,12 +234,19 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: baton bench micro [options]\n"
-            "  --locks LIST         lock specs and peers, comma-separated, or all|kinds|peers|allwaits\n"
-            "                       (default all; 'baton kinds' lists the kinds)\n"
+            "  --locks LIST         lock specs and peers, comma-separated, or all|kinds|peers|rwpeers|allwaits\n"
+            "                       (default all; 'baton kinds' lists the kinds).  'all' and 'peers'\n"
+            "                       hold the mutex peers; the readers-writer peers run here as mutexes\n"
+            "                       (their write lock) when named, or with 'rwpeers'\n"
             "  --threads LIST       thread counts (default 1,2,8)\n"
             "  --shared-lines LIST  S: shared cache lines written per critical section (default 1)\n"
             "  --private-lines LIST P: private cache lines written per critical section (default 0)\n"
             "  --local-work LIST    L: units of thread-local work between critical sections (default 0)\n"
+            "  --via MODE           auto|lock|execute: how critical sections run (default auto: lock\n"
+            "                       and unlock where the kind offers them, else baton_execute; lock\n"
+            "                       refuses kinds without lock; execute uses baton_execute for every\n"
+            "                       kind, lock-call-unlock for peers).  Kinds that keep statistics\n"
+            "                       add a column: operations per help session\n"
             "  --duration SEC       length of one run (default 1)\n"
             "  --repeat R           runs per cell; the median is reported (default 3)\n"
             "  --pin POLICY         compact|spread|none (default compact)\n"
@@ -210,6 +272,7 @@ static double reference_rate(struct cell_ref *refs, int *nrefs, int S, int P, in
     mp.private_lines = P;
     mp.local_work = L;
     mp.inject_fault = false;
+    mp.via = VIA_LOCK; /* the limit is the work's, not the API path's */
     bench_cfg_t cfg = *base;
     cfg.threads = 1;
     bench_result_t runs[REPORT_MAX_RUNS];
@@ -237,13 +300,15 @@ int cmd_bench_micro(int argc, char **argv)
     double duration = 1.0;
     int repeat = 3;
     bool fault = false;
+    int via = VIA_AUTO;
     static const struct option opts[] = {
         {"locks", required_argument, 0, 'l'},         {"threads", required_argument, 0, 't'},
         {"shared-lines", required_argument, 0, 'S'},  {"private-lines", required_argument, 0, 'P'},
         {"local-work", required_argument, 0, 'L'},    {"duration", required_argument, 0, 'd'},
         {"repeat", required_argument, 0, 'r'},        {"pin", required_argument, 0, 'p'},
         {"json", required_argument, 0, 'j'},          {"inject-fault", no_argument, 0, 'F'},
-        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+        {"via", required_argument, 0, 'v'},           {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     optind = 1;
     int c, idx = 0;
     while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
@@ -259,6 +324,11 @@ int cmd_bench_micro(int argc, char **argv)
         case 'p': pin_arg = optarg; bad = topo_pin_parse(optarg) < 0; break;
         case 'j': json_path = optarg; break;
         case 'F': fault = true; break;
+        case 'v':
+            via = !strcmp(optarg, "auto") ? VIA_AUTO : !strcmp(optarg, "lock") ? VIA_LOCK
+                  : !strcmp(optarg, "execute") ? VIA_EXECUTE : -1;
+            bad = via < 0;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -290,7 +360,15 @@ int cmd_bench_micro(int argc, char **argv)
             return 2;
         }
         snprintf(specs[i], BENCH_SPEC_MAX, "%s", l.spec); /* canonical */
+        unsigned caps = l.caps;
         bench_lock_close(&l);
+        if (via == VIA_LOCK && !(caps & BATON_CAP_LOCK)) {
+            fprintf(stderr,
+                    "baton bench micro: --via lock: '%s' offers no lock/unlock (execute and "
+                    "delegate only); use --via auto or execute\n",
+                    specs[i]);
+            return 2;
+        }
     }
 
     machine_t m;
@@ -303,8 +381,9 @@ int cmd_bench_micro(int argc, char **argv)
     printf("baton bench micro: %d lock(s), threads", nspecs);
     for (int i = 0; i < nthreads; i++)
         printf("%s%d", i ? "," : " ", threads[i]);
-    printf("; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = %.2f ns\n",
-           duration, repeat, pin_arg, cores, unit);
+    printf("; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = %.2f ns; via %s\n",
+           duration, repeat, pin_arg, cores, unit,
+           via == VIA_LOCK ? "lock" : via == VIA_EXECUTE ? "execute" : "auto (lock, else execute)");
 
     bench_cfg_t base = {.duration_s = duration, .pin_policy = pin, .pin_order = pin ? order : NULL,
                         .npin = m.topo.ncpus, .deadline_s = duration * 2 + 2};
@@ -318,7 +397,7 @@ int cmd_bench_micro(int argc, char **argv)
     for (int is = 0; is < nS; is++)
         for (int ip = 0; ip < nP; ip++)
             for (int il = 0; il < nL; il++) {
-                struct micro_params mp = {S[is], P[ip], L[il], fault};
+                struct micro_params mp = {S[is], P[ip], L[il], fault, via};
                 double r1 = reference_rate(refs, &nrefs, S[is], P[ip], L[il], &base, repeat, &mp);
                 double r0 = L[il] ? reference_rate(refs, &nrefs, S[is], P[ip], 0, &base, repeat, &mp) : r1;
                 for (int it = 0; it < nthreads; it++) {
@@ -349,6 +428,8 @@ int cmd_bench_micro(int argc, char **argv)
                         rec->params[0] = S[is];
                         rec->params[1] = P[ip];
                         rec->params[2] = L[il];
+                        rec->extra_keys[BENCH_EXTRA_OPS_PER_SESSION] = "ops_per_session";
+                        rec->extra_labels[BENCH_EXTRA_OPS_PER_SESSION] = "ops/sess";
                         rec->duration_s = duration;
                         rec->nruns = repeat;
                         bench_result_t *mine = &runs[k * repeat];
@@ -403,8 +484,9 @@ int cmd_bench_micro(int argc, char **argv)
 
     if (json_path) {
         char extra[128];
-        snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d", unit,
-                 pin_arg, repeat);
+        snprintf(extra, sizeof extra,
+                 "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"via\": \"%s\"", unit,
+                 pin_arg, repeat, via == VIA_LOCK ? "lock" : via == VIA_EXECUTE ? "execute" : "auto");
         if (report_json(json_path, &m, extra, recs, nrecs) != 0) {
             fprintf(stderr, "baton bench micro: cannot write %s: %s\n", json_path, strerror(errno));
             failed++;

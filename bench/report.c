@@ -47,9 +47,22 @@ void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
     bool energy = false;
     for (int i = 0; i < n; i++)
         energy |= order[i]->median.energy_j >= 0;
+    /* An extra column appears when some lock of the cell has a value. */
+    bool extra[BENCH_EXTRAS] = {false};
+    char head[BENCH_EXTRAS * 16 + 1] = "";
+    for (int e = 0; e < BENCH_EXTRAS; e++) {
+        for (int i = 0; i < n; i++)
+            extra[e] |= recs[i].extra_keys[e] && recs[i].median.status == BENCH_OK &&
+                        recs[i].median.extra[e] >= 0;
+        if (extra[e]) {
+            const char *label = recs[0].extra_labels[e] ? recs[0].extra_labels[e] : recs[0].extra_keys[e];
+            size_t used = strlen(head);
+            snprintf(head + used, sizeof head - used, " %9.9s", label);
+        }
+    }
     fprintf(f, "\n%s\n", title);
-    fprintf(f, "%4s  %-26s %9s %9s %8s %10s%s %7s  %s\n", "rank", "lock", "Mops/s", "x pthread",
-            "fairness", "CPU-s/Mop", energy ? "     J/Mop" : "", "%limit", "status");
+    fprintf(f, "%4s  %-26s %9s %9s %8s %10s%s %7s%s  %s\n", "rank", "lock", "Mops/s", "x pthread",
+            "fairness", "CPU-s/Mop", energy ? "     J/Mop" : "", "%limit", head, "status");
     for (int i = 0; i < n; i++) {
         const bench_record_t *r = order[i];
         double rate = record_rate(r);
@@ -66,8 +79,19 @@ void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
                                                   : 0.0);
         if (r->limit_ops_per_s > 0 && rate > 0)
             snprintf(lim, sizeof lim, "%.0f%%", 100.0 * rate / r->limit_ops_per_s);
-        fprintf(f, "%4d  %-26s %9s %9s %8.2f %10s%s %7s  %s%s%s\n", i + 1, r->lock, rb, xp,
-                record_fairness(r), cpu, jb, lim, report_status(r),
+        char ex[BENCH_EXTRAS * 16 + 1] = "";
+        for (int e = 0; e < BENCH_EXTRAS; e++) {
+            if (!extra[e])
+                continue;
+            size_t used = strlen(ex);
+            double v = r->median.extra[e];
+            if (r->median.status == BENCH_OK && v >= 0)
+                snprintf(ex + used, sizeof ex - used, " %9.1f", v);
+            else
+                snprintf(ex + used, sizeof ex - used, " %9s", "-");
+        }
+        fprintf(f, "%4d  %-26s %9s %9s %8.2f %10s%s %7s%s  %s%s%s\n", i + 1, r->lock, rb, xp,
+                record_fairness(r), cpu, jb, lim, ex, report_status(r),
                 r->median.message[0] ? ": " : "", r->median.message);
     }
     free(order);
@@ -125,6 +149,9 @@ int report_json(const char *path, const machine_t *m, const char *extra_json,
             fprintf(f, ", \"limit_ops_per_s\": %.1f", r->limit_ops_per_s);
         if (r->pthread_ops_per_s > 0)
             fprintf(f, ", \"ratio_pthread\": %.4f", rate / r->pthread_ops_per_s);
+        for (int e = 0; e < BENCH_EXTRAS; e++)
+            if (r->extra_keys[e] && r->median.status == BENCH_OK && r->median.extra[e] >= 0)
+                fprintf(f, ", \"%s\": %.4f", r->extra_keys[e], r->median.extra[e]);
         fprintf(f, ", \"target_duration_s\": %.3f, \"runs_ops_per_s\": [", r->duration_s);
         for (int k = 0; k < r->nruns; k++)
             fprintf(f, "%s%.1f", k ? ", " : "", r->runs_ops_per_s[k]);

@@ -56,6 +56,9 @@ int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errle
             }
             out->lock = peers[i].lock;
             out->unlock = peers[i].unlock;
+            out->rlock = peers[i].rlock;
+            out->runlock = peers[i].runlock;
+            out->caps = BATON_CAP_LOCK | (peers[i].rlock ? BATON_CAP_RW : 0u);
             return 0;
         }
         char names[512];
@@ -73,7 +76,23 @@ int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errle
     }
     snprintf(out->spec, sizeof out->spec, "%s", baton_lock_spec(out->baton));
     out->obj = out->baton;
+    out->caps = baton_lock_kind(out->baton)->caps;
+    /* No capability bit tells a combining kind (fc) from a mutex: both
+     * offer lock, execute and delegate.  What they differ in is that a
+     * delegation kind runs other threads' operations, and counts its help
+     * sessions; a mutex keeps no statistics. */
+    baton_stats_t st;
+    out->delegates = (out->caps & (BATON_CAP_DETACH | BATON_CAP_SERVER)) ||
+                     baton_lock_stats(out->baton, &st) == 0;
     return 0;
+}
+
+double bench_lock_ops_per_session(const bench_lock_t *l)
+{
+    baton_stats_t st;
+    if (!l->baton || baton_lock_stats(l->baton, &st) != 0 || st.help_sessions == 0)
+        return -1.0;
+    return (double)st.helped_ops / (double)st.help_sessions;
 }
 
 void bench_lock_close(bench_lock_t *l)
@@ -101,6 +120,13 @@ static bool monitor_available(void)
     return f->waitpkg || f->monitorx;
 }
 
+/* A wrapper kind (rw(<kind>)) needs its inner kind named, so keywords
+ * leave it out. */
+static bool keyword_lists(const baton_kind_info_t *k)
+{
+    return !(k->caps & BATON_CAP_WRAPPER);
+}
+
 static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int max)
 {
     const baton_kind_info_t *kinds;
@@ -108,13 +134,14 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
     bool all = strcmp(kw, "all") == 0;
     if (all || strcmp(kw, "kinds") == 0) {
         for (size_t i = 0; i < nk; i++)
-            n = add_spec(specs, n, max, kinds[i].name);
+            if (keyword_lists(&kinds[i]))
+                n = add_spec(specs, n, max, kinds[i].name);
         if (all) {
             /* The spinpark variant of every kind whose default spins, so
              * one table shows what parking buys under oversubscription. */
             for (size_t i = 0; i < nk; i++) {
                 const char *d = kinds[i].default_wait;
-                if ((kinds[i].caps & BATON_CAP_WAIT) &&
+                if ((kinds[i].caps & BATON_CAP_WAIT) && keyword_lists(&kinds[i]) &&
                     (!strcmp(d, "spin") || !strcmp(d, "backoff") || !strcmp(d, "yield"))) {
                     char s[BENCH_SPEC_MAX];
                     snprintf(s, sizeof s, "%.80s:spinpark", kinds[i].name);
@@ -124,6 +151,8 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
         }
     } else if (strcmp(kw, "allwaits") == 0) {
         for (size_t i = 0; i < nk; i++) {
+            if (!keyword_lists(&kinds[i]))
+                continue;
             if (!(kinds[i].caps & BATON_CAP_WAIT)) {
                 n = add_spec(specs, n, max, kinds[i].name);
                 continue;
@@ -137,11 +166,15 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
             }
         }
     }
-    if (all || strcmp(kw, "peers") == 0) {
+    /* The RW peers are mutexes too (their write lock), but they are built
+     * for readers: "peers" and "all" leave them to "rwpeers". */
+    bool rw = strcmp(kw, "rwpeers") == 0;
+    if (all || rw || strcmp(kw, "peers") == 0) {
         const bench_peer_t *peers;
         size_t np = bench_peers(&peers);
         for (size_t i = 0; i < np; i++)
-            n = add_spec(specs, n, max, peers[i].name);
+            if ((peers[i].rlock != NULL) == rw)
+                n = add_spec(specs, n, max, peers[i].name);
     }
     return n;
 }
@@ -174,7 +207,7 @@ int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, c
                 n = add_spec(specs, n, max, pending);
             pending[0] = '\0';
             if (!strcmp(item, "all") || !strcmp(item, "kinds") || !strcmp(item, "peers") ||
-                !strcmp(item, "allwaits"))
+                !strcmp(item, "rwpeers") || !strcmp(item, "allwaits"))
                 n = add_keyword(item, specs, n, max);
             else if (item[0])
                 snprintf(pending, sizeof pending, "%s", item);
@@ -384,6 +417,8 @@ static void child_run(const bench_workload_t *wl, const void *params, const char
         if (c.ops[i] > r->max_thread_ops)
             r->max_thread_ops = c.ops[i];
     }
+    if (wl->extras)
+        wl->extras(c.state, &lock, r);
     r->status = wl->verify(c.state, c.ops, n, r) == 0 ? BENCH_OK : BENCH_VERIFY_FAILED;
     wl->teardown(c.state);
     bench_lock_close(&lock);
@@ -399,6 +434,8 @@ void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
     memset(out, 0, sizeof *out);
     out->threads = cfg->threads;
     out->energy_j = -1;
+    for (int i = 0; i < BENCH_EXTRAS; i++)
+        out->extra[i] = -1;
     int fd[2];
     if (pipe(fd) != 0) {
         out->status = BENCH_ERROR;
@@ -420,6 +457,8 @@ void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
         bench_result_t r;
         memset(&r, 0, sizeof r);
         r.energy_j = -1;
+        for (int i = 0; i < BENCH_EXTRAS; i++)
+            r.extra[i] = -1;
         r.threads = cfg->threads;
         child_run(wl, params, spec, cfg, &r);
         ssize_t w = write(fd[1], &r, sizeof r);
@@ -453,6 +492,8 @@ void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
         memset(out, 0, sizeof *out);
         out->threads = cfg->threads;
         out->energy_j = -1;
+        for (int i = 0; i < BENCH_EXTRAS; i++)
+            out->extra[i] = -1;
         out->status = timed_out ? BENCH_TIMEOUT : BENCH_CRASHED;
         if (timed_out)
             snprintf(out->message, sizeof out->message,

@@ -8,7 +8,7 @@
 #                          against (Concurrency Kit, Abseil, oneTBB, g++)
 set -euo pipefail
 
-want=(cmake ninja-build gcc g++ clang pkg-config make)
+want=(cmake ninja-build gcc g++ clang pkg-config make spin)
 if [[ "${1:-}" == "--bench" || "${1:-}" == "--all" ]]; then
   want+=(libck-dev libabsl-dev libtbb-dev)
 fi

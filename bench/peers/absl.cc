@@ -1,4 +1,7 @@
-/* absl.cc - absl::Mutex as a peer.  Debian builds abseil with deadlock
+/* absl.cc - absl::Mutex as a peer, both as a mutex (peer:absl) and as a
+ * readers-writer lock (peer:absl_mutex_rw: ReaderLock/ReaderUnlock for
+ * readers, Lock/Unlock for writers; the same type, so its create and
+ * destroy serve both).  Debian builds abseil with deadlock
  * detection on, which records every acquisition in a lock graph; the first
  * create turns it off, as a release build of abseil would have it. */
 #include <mutex>
@@ -25,5 +28,7 @@ void *bench_peer_absl_create(void)
 void bench_peer_absl_destroy(void *lock) { delete static_cast<absl_lock *>(lock); }
 void bench_peer_absl_lock(void *lock) { static_cast<absl_lock *>(lock)->lock.Lock(); }
 void bench_peer_absl_unlock(void *lock) { static_cast<absl_lock *>(lock)->lock.Unlock(); }
+void bench_peer_absl_rlock(void *lock) { static_cast<absl_lock *>(lock)->lock.ReaderLock(); }
+void bench_peer_absl_runlock(void *lock) { static_cast<absl_lock *>(lock)->lock.ReaderUnlock(); }
 
 }

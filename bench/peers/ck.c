@@ -1,4 +1,5 @@
-/* ck.c - Concurrency Kit spinlocks as peers: fas, ticket, mcs, clh.
+/* ck.c - Concurrency Kit spinlocks as peers: fas, ticket, mcs, clh, and
+ * the readers-writer spinlock ck_rwlock.
  *
  * MCS and CLH take a queue node per acquisition.  A bench thread holds at
  * most one peer lock at a time, so each thread keeps one node of each kind.
@@ -11,6 +12,7 @@
  * (its first tail) and each thread one; when no one holds or waits for a
  * lock, its tail is a node no thread holds, and destroy frees that one.  A
  * thread frees the node it holds when it exits. */
+#include <ck_rwlock.h>
 #include <ck_spinlock.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -137,3 +139,23 @@ void bench_peer_ck_clh_unlock(void *lock)
     (void)lock; /* CLH unlock needs only the node this thread enqueued */
     ck_spinlock_clh_unlock(&clh_self);
 }
+
+/* --- ck_rwlock: reader count and writer flag, both spin ------------------
+ *
+ * A writer raises its flag and then waits for the readers to drain; a
+ * reader arriving while the flag is up backs out and waits, so writers are
+ * preferred. */
+
+void *bench_peer_ck_rwlock_create(void)
+{
+    ck_rwlock_t *lock = bench_peer_alloc(sizeof *lock);
+    if (lock != NULL)
+        ck_rwlock_init(lock);
+    return lock;
+}
+
+void bench_peer_ck_rwlock_destroy(void *lock) { free(lock); }
+void bench_peer_ck_rwlock_lock(void *lock) { ck_rwlock_write_lock(lock); }
+void bench_peer_ck_rwlock_unlock(void *lock) { ck_rwlock_write_unlock(lock); }
+void bench_peer_ck_rwlock_rlock(void *lock) { ck_rwlock_read_lock(lock); }
+void bench_peer_ck_rwlock_runlock(void *lock) { ck_rwlock_read_unlock(lock); }

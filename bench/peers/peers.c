@@ -22,11 +22,19 @@ static const bench_peer_t table[] = {
     {"peer:ck_clh", "Concurrency Kit ck_spinlock_clh: queue, spins on its predecessor's node (FIFO)",
      bench_peer_ck_clh_create, bench_peer_ck_clh_destroy,
      bench_peer_ck_clh_lock, bench_peer_ck_clh_unlock},
+    {"peer:ck_rwlock", "Concurrency Kit ck_rwlock: RW, reader count + writer flag, spins (writer-preferring)",
+     bench_peer_ck_rwlock_create, bench_peer_ck_rwlock_destroy,
+     bench_peer_ck_rwlock_lock, bench_peer_ck_rwlock_unlock,
+     bench_peer_ck_rwlock_rlock, bench_peer_ck_rwlock_runlock},
 #endif
 #if BATON_PEER_ABSL
     {"peer:absl", "Abseil absl::Mutex: spins briefly, then sleeps (futex)",
      bench_peer_absl_create, bench_peer_absl_destroy,
      bench_peer_absl_lock, bench_peer_absl_unlock},
+    {"peer:absl_mutex_rw", "Abseil absl::Mutex as RW: ReaderLock/ReaderUnlock, Lock/Unlock",
+     bench_peer_absl_create, bench_peer_absl_destroy,
+     bench_peer_absl_lock, bench_peer_absl_unlock,
+     bench_peer_absl_rlock, bench_peer_absl_runlock},
 #endif
 #if BATON_PEER_TBB
     {"peer:tbb_spin", "oneTBB tbb::spin_mutex: exchange, spins with backoff, then yields",
@@ -38,11 +46,21 @@ static const bench_peer_t table[] = {
     {"peer:tbb_mutex", "oneTBB tbb::mutex: exchange, spins a while, then sleeps in TBB's address waiter",
      bench_peer_tbb_mutex_create, bench_peer_tbb_mutex_destroy,
      bench_peer_tbb_mutex_lock, bench_peer_tbb_mutex_unlock},
+    {"peer:tbb_spin_rw", "oneTBB tbb::spin_rw_mutex: RW, one state word, spins with backoff (writer-preferring)",
+     bench_peer_tbb_spin_rw_create, bench_peer_tbb_spin_rw_destroy,
+     bench_peer_tbb_spin_rw_lock, bench_peer_tbb_spin_rw_unlock,
+     bench_peer_tbb_spin_rw_rlock, bench_peer_tbb_spin_rw_runlock},
 #endif
 #if BATON_PEER_STD
     {"peer:std_mutex", "C++ std::mutex (libstdc++: pthread_mutex_t): sleeps (futex), no spinning",
      bench_peer_std_mutex_create, bench_peer_std_mutex_destroy,
      bench_peer_std_mutex_lock, bench_peer_std_mutex_unlock},
+#endif
+#if BATON_PEER_PTHREAD_RW
+    {"peer:pthread_rwlock", "glibc pthread_rwlock_t, PREFER_WRITER_NONRECURSIVE_NP: RW, sleeps (futex)",
+     bench_peer_pthread_rw_create, bench_peer_pthread_rw_destroy,
+     bench_peer_pthread_rw_lock, bench_peer_pthread_rw_unlock,
+     bench_peer_pthread_rw_rlock, bench_peer_pthread_rw_runlock},
 #endif
 #if BATON_PEER_GOMP
     {"peer:gomp", "GNU OpenMP omp_lock_t: spins (GOMP_SPINCOUNT), then sleeps (futex)",

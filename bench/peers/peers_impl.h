@@ -36,11 +36,20 @@ void bench_peer_ck_clh_destroy(void *lock);
 void bench_peer_ck_clh_lock(void *lock);
 void bench_peer_ck_clh_unlock(void *lock);
 
+void *bench_peer_ck_rwlock_create(void);
+void bench_peer_ck_rwlock_destroy(void *lock);
+void bench_peer_ck_rwlock_lock(void *lock);
+void bench_peer_ck_rwlock_unlock(void *lock);
+void bench_peer_ck_rwlock_rlock(void *lock);
+void bench_peer_ck_rwlock_runlock(void *lock);
+
 /* absl.cc */
 void *bench_peer_absl_create(void);
 void bench_peer_absl_destroy(void *lock);
 void bench_peer_absl_lock(void *lock);
 void bench_peer_absl_unlock(void *lock);
+void bench_peer_absl_rlock(void *lock); /* the same absl::Mutex, reader mode */
+void bench_peer_absl_runlock(void *lock);
 
 /* tbb.cc */
 void *bench_peer_tbb_spin_create(void);
@@ -58,11 +67,26 @@ void bench_peer_tbb_mutex_destroy(void *lock);
 void bench_peer_tbb_mutex_lock(void *lock);
 void bench_peer_tbb_mutex_unlock(void *lock);
 
+void *bench_peer_tbb_spin_rw_create(void);
+void bench_peer_tbb_spin_rw_destroy(void *lock);
+void bench_peer_tbb_spin_rw_lock(void *lock);
+void bench_peer_tbb_spin_rw_unlock(void *lock);
+void bench_peer_tbb_spin_rw_rlock(void *lock);
+void bench_peer_tbb_spin_rw_runlock(void *lock);
+
 /* std_mutex.cc */
 void *bench_peer_std_mutex_create(void);
 void bench_peer_std_mutex_destroy(void *lock);
 void bench_peer_std_mutex_lock(void *lock);
 void bench_peer_std_mutex_unlock(void *lock);
+
+/* pthread_rw.c */
+void *bench_peer_pthread_rw_create(void);
+void bench_peer_pthread_rw_destroy(void *lock);
+void bench_peer_pthread_rw_lock(void *lock);
+void bench_peer_pthread_rw_unlock(void *lock);
+void bench_peer_pthread_rw_rlock(void *lock);
+void bench_peer_pthread_rw_runlock(void *lock);
 
 /* gomp.c */
 void *bench_peer_gomp_create(void);

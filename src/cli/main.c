@@ -9,6 +9,8 @@
 
 int cmd_info(int argc, char **argv);            /* info.c */
 int cmd_bench_micro(int argc, char **argv);     /* bench/micro.c */
+int cmd_bench_pq(int argc, char **argv);        /* bench/pq.c */
+int cmd_bench_rw(int argc, char **argv);        /* bench/rw.c */
 int cmd_bench_uncontended(int argc, char **argv); /* bench/uncontended.c */
 
 static void usage(FILE *f)
@@ -20,6 +22,8 @@ static void usage(FILE *f)
             "  info                    the machine: topology, features, measured costs\n"
             "  kinds                   every lock kind, its capabilities and wait policies, and the peers\n"
             "  bench micro             lock micro-benchmark (S shared, P private lines, L local work)\n"
+            "  bench pq                priority queue (pairing heap): insert / extract_min, delegation\n"
+            "  bench rw                RWBench: readers and writers on a shared 64-entry array\n"
             "  bench uncontended       cost of one uncontended lock+unlock, typed and dynamic API\n"
             "  version                 print the version\n"
             "\n"
@@ -37,7 +41,9 @@ static int cmd_kinds(void)
             {BATON_CAP_TRYLOCK, "trylock"}, {BATON_CAP_WAIT, "wait"},
             {BATON_CAP_OWNER, "owner"},     {BATON_CAP_FIFO, "fifo"},
             {BATON_CAP_NOCOLLAPSE, "nocollapse"}, {BATON_CAP_EXECUTE, "execute"},
-            {BATON_CAP_DELEGATE, "delegate"}};
+            {BATON_CAP_DELEGATE, "delegate"}, {BATON_CAP_DETACH, "detach"},
+            {BATON_CAP_RW, "rw"},           {BATON_CAP_SERVER, "server"},
+            {BATON_CAP_WRAPPER, "wrapper"}};
         for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
             if (k[i].caps & names[j].bit) {
                 strncat(caps, caps[0] ? "," : "", sizeof caps - strlen(caps) - 1);
@@ -83,9 +89,13 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "bench")) {
         if (argc >= 3 && !strcmp(argv[2], "micro"))
             return cmd_bench_micro(argc - 2, argv + 2);
+        if (argc >= 3 && !strcmp(argv[2], "pq"))
+            return cmd_bench_pq(argc - 2, argv + 2);
+        if (argc >= 3 && !strcmp(argv[2], "rw"))
+            return cmd_bench_rw(argc - 2, argv + 2);
         if (argc >= 3 && !strcmp(argv[2], "uncontended"))
             return cmd_bench_uncontended(argc - 2, argv + 2);
-        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, uncontended\n",
+        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended\n",
                 argc >= 3 ? argv[2] : "");
         return 2;
     }

@@ -60,7 +60,8 @@ static int hqd_execute(void *s, baton_fn fn, void *ctx)
 static int hqd_delegate(void *s, baton_fn fn, const void *args, size_t size, baton_future_t *f)
 {
     hqd_lock_t *l = s;
-    return qd_submit(my_group(l, NULL), l, &l->hooks, fn, args, size, 0, f);
+    qd_submit(my_group(l, NULL), l, &l->hooks, fn, args, size, 0, f);
+    return 0;
 }
 
 /* Plain exclusive use: the group's mutex (so the group's delegators wait),

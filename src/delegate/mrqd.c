@@ -58,7 +58,8 @@ static int mrqd_delegate(void *s, baton_fn fn, const void *args, size_t size, ba
 {
     mrqd_lock_t *l = s;
     hold_back_for_readers(l);
-    return qd_submit(&l->qd, l, &l->hooks, fn, args, size, 0, f);
+    qd_submit(&l->qd, l, &l->hooks, fn, args, size, 0, f);
+    return 0;
 }
 
 static void mrqd_rlock(void *s)

@@ -96,7 +96,8 @@ static int qd_execute(void *s, baton_fn fn, void *ctx)
 
 static int qd_delegate(void *s, baton_fn fn, const void *args, size_t size, baton_future_t *f)
 {
-    return qd_submit(s, s, NULL, fn, args, size, 0, f);
+    qd_submit(s, s, NULL, fn, args, size, 0, f);
+    return 0;
 }
 
 static const baton_option_desc_t qd_options[] = {QD_OPTIONS};

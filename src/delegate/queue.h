@@ -53,6 +53,7 @@
 #define QD_END ((uintptr_t)1)
 #define QD_F_FUTURE 1u
 #define QD_F_CTX 2u
+#define QD_F_OWN 4u /* the future is the caller's own (execute): skip it when we run the op */
 
 enum { QD_OK = 0, QD_CLOSED = 1 };
 
@@ -323,7 +324,11 @@ static inline void qd_retry_pause(unsigned tries)
 
 /* One delegated operation: help if the mutex is free, else enqueue; after
  * `retries` refusals, take the mutex unconditionally.  `lock_id` names the
- * kind's state (for EDEADLK detection). */
+ * kind's state (for EDEADLK detection).  Returns QD_RAN when the caller ran
+ * the operation itself (its future, if any, is complete), QD_ENQUEUED when
+ * another thread will. */
+enum { QD_RAN = 0, QD_ENQUEUED = 1 };
+
 static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t *hooks,
                             baton_fn fn, const void *payload, size_t psize, uint32_t flags,
                             baton_future_t *f)
@@ -332,7 +337,7 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
         if (baton_ttas_trylock(&c->mutex) == 0)
             break;
         if (qd_enqueue(&c->queue, fn, payload, psize, flags, f) == QD_OK)
-            return 0;
+            return QD_ENQUEUED;
         if (tries >= c->retries) {
             baton_ttas_lock(&c->mutex);
             qd_count(&c->cnt.forced, 1);
@@ -350,19 +355,22 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
             memcpy(copy, payload, psize);
         ctx = copy;
     }
-    qd_session(&c->queue, &c->cnt, c->help_limit, lock_id, hooks, fn, ctx, f);
+    /* An execute's own future has no other reader: nothing to complete. */
+    qd_session(&c->queue, &c->cnt, c->help_limit, lock_id, hooks, fn, ctx,
+               (flags & QD_F_OWN) ? NULL : f);
     baton_ttas_unlock(&c->mutex);
-    return 0;
+    return QD_RAN;
 }
 
 /* execute through qd_submit: the ctx pointer travels in the entry, and the
- * caller waits on a future on its stack. */
+ * caller waits on a future on its stack only if another thread runs it. */
 static inline int qd_submit_wait(qd_core_t *c, const void *lock_id, const qd_hooks_t *hooks,
                                  baton_fn fn, void *ctx)
 {
     baton_future_t f;
     baton_future_prepare(&f, &c->wait);
-    qd_submit(c, lock_id, hooks, fn, &ctx, sizeof ctx, QD_F_CTX, &f);
+    if (qd_submit(c, lock_id, hooks, fn, &ctx, sizeof ctx, QD_F_CTX | QD_F_OWN, &f) == QD_RAN)
+        return 0;
     return baton_future_wait(&f);
 }
 

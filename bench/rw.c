@@ -1,0 +1,543 @@
+/* rw.c - `baton bench rw`: RWBench, the readers-writer benchmark of the QD
+ * locking paper (section 6.2).
+ *
+ * A shared array of 64 integers.  Each thread loops
+ *     L units of thread-local work (bench_local_work: the write loop below
+ *       on a private array),
+ *     with the chosen probability a read critical section (4 iterations,
+ *       each loading two random slots), else a write critical section (4
+ *       iterations, each picking two random slots and a random integer I,
+ *       adding I to the first and subtracting it from the second).
+ * How a critical section reaches the lock depends on what it offers
+ * (capability bits, never kind names):
+ *   - reads: baton_rlock/baton_runlock for RW kinds (BATON_CAP_RW) and the
+ *     RW peers' reader mode; lock/unlock for the mutexes; baton_execute for
+ *     kinds without lock;
+ *   - writes: baton_delegate (detached) for BATON_CAP_DETACH kinds, else
+ *     lock/unlock, else baton_execute.
+ *
+ * Verification.  The writes keep the array's sum at zero, and the array
+ * must sum to zero at the end.  Each write also bumps `begun` on entry and
+ * `ended` on exit, so inside a read critical section the two must be equal
+ * and stay so: a reader that sees them differ overlapped a write (a torn
+ * read), and every 64th read of a thread also sums the whole array, which
+ * must be zero.  Torn reads are counted and fail the run, as does
+ * begun != ended != the number of writes at the end.  --inject-fault makes
+ * thread 0 write without the lock, and the run must fail.
+ *
+ * The array and the counters are relaxed atomics (load and store, never a
+ * read-modify-write instruction: what plain code under a lock costs), so
+ * even the fault run has no data race.  Values are unsigned, so sums wrap
+ * instead of overflowing; zero is zero modulo 2^32.
+ */
+#include "bench.h"
+#include "machine.h"
+#include "report.h"
+#include "topo.h"
+
+#include <baton/atomic.h>
+#include <baton/wait.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Every shared field is read and written only through these.  Relaxed: the
+ * lock under test orders the critical sections (its acquire and release);
+ * the atomics only keep the --inject-fault run free of data races. */
+#define GET(field) baton_load(&(field), memory_order_relaxed)
+#define SET(field, v) baton_store(&(field), (v), memory_order_relaxed)
+
+#define RW_SLOTS 64
+#define RW_ITERS 4
+#define RW_SUM_EVERY 64 /* a thread's every 64th read also sums the array */
+
+struct rw_shared {
+    _Alignas(BENCH_LINE) _Atomic uint64_t begun, ended; /* write critical sections */
+    _Atomic uint32_t a[RW_SLOTS];
+};
+
+/* --- the critical sections ------------------------------------------------------- */
+
+struct rw_write_args {
+    struct rw_shared *sh;
+    uint32_t seed; /* the slots and amounts: drawn by the caller, expanded here */
+};
+
+static void rw_write_op(void *p)
+{
+    const struct rw_write_args *w = p;
+    struct rw_shared *sh = w->sh;
+    SET(sh->begun, GET(sh->begun) + 1);
+    uint32_t x = w->seed;
+    for (int i = 0; i < RW_ITERS; i++) {
+        uint32_t r = bench_rand(&x);
+        uint32_t amount = r >> 16;
+        uint32_t s1 = r & (RW_SLOTS - 1), s2 = (r >> 6) & (RW_SLOTS - 1);
+        SET(sh->a[s1], GET(sh->a[s1]) + amount);
+        SET(sh->a[s2], GET(sh->a[s2]) - amount);
+    }
+    SET(sh->ended, GET(sh->ended) + 1);
+}
+
+struct rw_read_args {
+    struct rw_shared *sh;
+    uint32_t *rng;  /* the reader's */
+    bool sum_all;   /* also sum the whole array */
+    bool torn;      /* out: saw a write in progress */
+    uint32_t sink;  /* out: what was read */
+};
+
+static void rw_read_op(void *p)
+{
+    struct rw_read_args *a = p;
+    struct rw_shared *sh = a->sh;
+    uint64_t b0 = GET(sh->begun), e0 = GET(sh->ended);
+    uint32_t x = *a->rng, sink = 0;
+    for (int i = 0; i < RW_ITERS; i++) {
+        uint32_t r = bench_rand(&x);
+        sink += GET(sh->a[r & (RW_SLOTS - 1)]) + GET(sh->a[(r >> 6) & (RW_SLOTS - 1)]);
+    }
+    bool torn = false;
+    if (a->sum_all) {
+        uint32_t sum = 0;
+        for (int i = 0; i < RW_SLOTS; i++)
+            sum += GET(sh->a[i]);
+        torn = sum != 0;
+    }
+    *a->rng = x;
+    a->sink = sink;
+    a->torn = torn || b0 != e0 || GET(sh->begun) != b0;
+}
+
+/* --- the workload ------------------------------------------------------------------ */
+
+struct rw_params {
+    int reads_pct;
+    int local_work;
+    bool inject_fault;
+};
+
+enum { PATH_DIRECT, PATH_LOCK, PATH_RLOCK, PATH_EXECUTE, PATH_DELEGATE };
+
+static void rw_paths(unsigned caps, bool is_peer, int *rd, int *wr)
+{
+    bool lock = is_peer || (caps & BATON_CAP_LOCK);
+    *rd = (caps & BATON_CAP_RW) ? PATH_RLOCK : lock ? PATH_LOCK : PATH_EXECUTE;
+    *wr = (!is_peer && (caps & BATON_CAP_DETACH)) ? PATH_DELEGATE : lock ? PATH_LOCK : PATH_EXECUTE;
+}
+
+struct rw_thread {
+    _Alignas(BENCH_LINE) uint64_t reads, writes, torn;
+    uint32_t sink;
+    int error; /* what the API returned, if it failed */
+    bench_local_t local;
+};
+
+struct rw_state {
+    const struct rw_params *p;
+    bench_lock_t *lock;
+    struct rw_shared *sh;
+    struct rw_thread *t;
+    int rd_path, wr_path;
+    /* The final check's findings (read under the lock). */
+    uint32_t end_sum;
+    uint64_t end_begun, end_ended;
+};
+
+static void rw_teardown(void *state)
+{
+    struct rw_state *s = state;
+    free(s->sh);
+    free(s->t);
+    free(s);
+}
+
+static void *rw_setup(const void *params, bench_lock_t *lock, int threads, char *err, size_t errlen)
+{
+    const struct rw_params *p = params;
+    struct rw_state *s = calloc(1, sizeof *s);
+    struct rw_shared *sh = aligned_alloc(BENCH_LINE, sizeof *sh);
+    struct rw_thread *t = aligned_alloc(BENCH_LINE, (size_t)threads * sizeof *t);
+    if (!s || !sh || !t) {
+        snprintf(err, errlen, "out of memory");
+        free(s);
+        free(sh);
+        free(t);
+        return NULL;
+    }
+    memset(sh, 0, sizeof *sh);
+    memset(t, 0, (size_t)threads * sizeof *t);
+    s->p = p;
+    s->lock = lock;
+    s->sh = sh;
+    s->t = t;
+    rw_paths(lock->caps, lock->peer != NULL, &s->rd_path, &s->wr_path);
+    return s;
+}
+
+static uint64_t rw_thread_main(void *state, int index, const _Atomic int *stop)
+{
+    struct rw_state *s = state;
+    struct rw_thread *me = &s->t[index];
+    const uint32_t L = (uint32_t)s->p->local_work;
+    const uint32_t reads_pct = (uint32_t)s->p->reads_pct;
+    bench_local_init(&me->local, 0x9e3779b9u * (uint32_t)(index + 1));
+    uint32_t x = 0x85ebca6bu * (uint32_t)(index + 1) + 1;
+    bench_lock_t *lock = s->lock;
+    const int rd_path = s->rd_path;
+    const int wr_path = s->p->inject_fault && index == 0 ? PATH_DIRECT : s->wr_path;
+    struct rw_write_args wa = {s->sh, 0};
+    struct rw_read_args ra = {s->sh, &x, false, false, 0};
+    uint64_t ops = 0;
+    do {
+        if (L)
+            bench_local_work(&me->local, L);
+        int rc = 0;
+        if (bench_rand(&x) % 100 < reads_pct) {
+            ra.sum_all = me->reads % RW_SUM_EVERY == 0;
+            switch (rd_path) {
+            case PATH_RLOCK:
+                bench_lock_read_acquire(lock);
+                rw_read_op(&ra);
+                bench_lock_read_release(lock);
+                break;
+            case PATH_LOCK:
+                bench_lock_acquire(lock);
+                rw_read_op(&ra);
+                bench_lock_release(lock);
+                break;
+            default: rc = bench_execute(lock, rw_read_op, &ra); break;
+            }
+            me->reads++;
+            me->torn += ra.torn;
+            me->sink += ra.sink;
+        } else {
+            wa.seed = bench_rand(&x) | 1u; /* xorshift needs a nonzero state */
+            switch (wr_path) {
+            case PATH_DIRECT: rw_write_op(&wa); break;
+            case PATH_LOCK:
+                bench_lock_acquire(lock);
+                rw_write_op(&wa);
+                bench_lock_release(lock);
+                break;
+            case PATH_DELEGATE: rc = baton_delegate(lock->baton, rw_write_op, &wa, sizeof wa); break;
+            default: rc = bench_execute(lock, rw_write_op, &wa); break;
+            }
+            me->writes++;
+        }
+        if (rc != 0) {
+            me->error = rc;
+            break;
+        }
+        ops++;
+        /* Relaxed: the flag only ends the loop; the join orders the rest. */
+    } while (!atomic_load_explicit(stop, memory_order_relaxed));
+    return ops;
+}
+
+/* The final state, read under the lock (after every accepted write). */
+static void rw_final_op(void *p)
+{
+    struct rw_state *s = p;
+    uint32_t sum = 0;
+    for (int i = 0; i < RW_SLOTS; i++)
+        sum += GET(s->sh->a[i]);
+    s->end_sum = sum;
+    s->end_begun = GET(s->sh->begun);
+    s->end_ended = GET(s->sh->ended);
+}
+
+static int rw_verify(void *state, const uint64_t *ops, int threads, bench_result_t *r)
+{
+    struct rw_state *s = state;
+    uint64_t reads = 0, writes = 0, torn = 0;
+    for (int i = 0; i < threads; i++) {
+        const struct rw_thread *t = &s->t[i];
+        if (t->error) {
+            snprintf(r->message, sizeof r->message, "thread %d: a critical section failed: %s", i,
+                     strerror(t->error));
+            return 1;
+        }
+        if (t->reads + t->writes != ops[i]) {
+            snprintf(r->message, sizeof r->message, "thread %d counted its operations wrong", i);
+            return 1;
+        }
+        reads += t->reads;
+        writes += t->writes;
+        torn += t->torn;
+    }
+    int rc = bench_execute(s->lock, rw_final_op, s);
+    if (rc != 0) {
+        snprintf(r->message, sizeof r->message, "the final check could not run: %s", strerror(rc));
+        return 1;
+    }
+    if (torn) {
+        snprintf(r->message, sizeof r->message,
+                 "%llu of %llu reads overlapped a write (torn): exclusion broken",
+                 (unsigned long long)torn, (unsigned long long)reads);
+        return 1;
+    }
+    if (s->end_sum != 0) {
+        snprintf(r->message, sizeof r->message,
+                 "the array sums to %ld, not 0, after %llu writes: exclusion broken",
+                 (long)(int32_t)s->end_sum, (unsigned long long)writes);
+        return 1;
+    }
+    if (s->end_begun != writes || s->end_ended != writes) {
+        snprintf(r->message, sizeof r->message,
+                 "%llu writes begun and %llu ended, %llu made: exclusion broken",
+                 (unsigned long long)s->end_begun, (unsigned long long)s->end_ended,
+                 (unsigned long long)writes);
+        return 1;
+    }
+    return 0;
+}
+
+static void rw_extras(void *state, bench_lock_t *lock, bench_result_t *r)
+{
+    (void)state;
+    r->extra[BENCH_EXTRA_OPS_PER_SESSION] = bench_lock_ops_per_session(lock);
+}
+
+static const bench_workload_t rw_workload = {
+    .name = "rw",
+    .setup = rw_setup,
+    .thread_main = rw_thread_main,
+    .extras = rw_extras,
+    .verify = rw_verify,
+    .teardown = rw_teardown,
+};
+
+/* --- the command ------------------------------------------------------------ */
+
+#define MAX_LOCKS 128
+#define MAX_LIST 32
+
+static const char rw_default_locks[] =
+    "mrqd,rw(mcs),rw(relay),pthread,"
+    "peer:pthread_rwlock,peer:absl_mutex_rw,peer:tbb_spin_rw,peer:ck_rwlock";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: baton bench rw [options]\n"
+            "  RWBench (QD locking paper, section 6.2): each thread does L units of local work,\n"
+            "  then a read (4 x load two random slots of a 64-entry array) or a write (4 x move a\n"
+            "  random amount between two random slots).  RW kinds and RW peers read in reader mode;\n"
+            "  detached delegation kinds write with baton_delegate; mutexes lock for both.\n"
+            "  --locks LIST         lock specs and peers, comma-separated, or all|kinds|peers|rwpeers\n"
+            "                       ('peers' are the mutex peers, 'rwpeers' the readers-writer ones;\n"
+            "                       default: %s;\n"
+            "                       those not in this build are skipped with a note)\n"
+            "  --threads LIST       thread counts (default 1,2,8)\n"
+            "  --reads LIST         percent of critical sections that read (default 50,80,95,99)\n"
+            "  --local-work LIST    L: units of thread-local work between critical sections\n"
+            "                       (default 0,32,128)\n"
+            "  --duration SEC       length of one run (default 1)\n"
+            "  --repeat R           runs per cell; the median is reported (default 3)\n"
+            "  --pin POLICY         compact|spread|none (default compact)\n"
+            "  --json FILE          write every result as JSON\n"
+            "  --inject-fault       thread 0 writes without the lock (tests that verification fails)\n",
+            rw_default_locks);
+}
+
+static const char *path_name(int path)
+{
+    switch (path) {
+    case PATH_RLOCK: return "rlock/runlock";
+    case PATH_LOCK: return "lock/unlock";
+    case PATH_DELEGATE: return "baton_delegate (detached)";
+    default: return "baton_execute";
+    }
+}
+
+struct rw_ref {
+    int reads, L;
+    double rate;
+};
+
+static double rw_ref_rate(struct rw_ref *refs, int *nrefs, int reads, int L,
+                          const bench_cfg_t *base, int repeat)
+{
+    for (int i = 0; i < *nrefs; i++)
+        if (refs[i].reads == reads && refs[i].L == L)
+            return refs[i].rate;
+    struct rw_params p = {reads, L, false};
+    double rate = bench_single_rate(&rw_workload, &p, base, repeat);
+    refs[(*nrefs)++] = (struct rw_ref){reads, L, rate};
+    return rate;
+}
+
+int cmd_bench_rw(int argc, char **argv);
+
+int cmd_bench_rw(int argc, char **argv)
+{
+    const char *locks_arg = NULL, *json_path = NULL, *pin_arg = "compact";
+    int threads[MAX_LIST] = {1, 2, 8}, nthreads = 3;
+    int R[MAX_LIST] = {50, 80, 95, 99}, nR = 4;
+    int L[MAX_LIST] = {0, 32, 128}, nL = 3;
+    double duration = 1.0;
+    int repeat = 3;
+    bool fault = false;
+    static const struct option opts[] = {
+        {"locks", required_argument, 0, 'l'},      {"threads", required_argument, 0, 't'},
+        {"reads", required_argument, 0, 'R'},      {"local-work", required_argument, 0, 'L'},
+        {"duration", required_argument, 0, 'd'},   {"repeat", required_argument, 0, 'r'},
+        {"pin", required_argument, 0, 'p'},        {"json", required_argument, 0, 'j'},
+        {"inject-fault", no_argument, 0, 'F'},     {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    optind = 1;
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'l': locks_arg = optarg; break;
+        case 't': bad = (nthreads = bench_parse_ints(optarg, threads, MAX_LIST)) <= 0; break;
+        case 'R':
+            bad = (nR = bench_parse_ints(optarg, R, MAX_LIST)) <= 0;
+            for (int i = 0; !bad && i < nR; i++)
+                bad = R[i] > 100;
+            break;
+        case 'L': bad = (nL = bench_parse_ints(optarg, L, MAX_LIST)) <= 0; break;
+        case 'd': duration = atof(optarg); bad = !(duration > 0 && duration <= 3600); break;
+        case 'r': repeat = atoi(optarg); bad = repeat < 1 || repeat > REPORT_MAX_RUNS; break;
+        case 'p': pin_arg = optarg; bad = topo_pin_parse(optarg) < 0; break;
+        case 'j': json_path = optarg; break;
+        case 'F': fault = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "baton bench rw: bad value for --%s: '%s'\n", opts[idx].name, optarg);
+            usage(stderr);
+            return 2;
+        }
+    }
+    for (int i = 0; i < nthreads; i++)
+        if (threads[i] < 1) {
+            fprintf(stderr, "baton bench rw: thread counts must be at least 1\n");
+            return 2;
+        }
+
+    static char specs[MAX_LOCKS][BENCH_SPEC_MAX];
+    char err[1024], skipped[1024];
+    int nspecs = bench_expand_locks(locks_arg ? locks_arg : rw_default_locks, specs, MAX_LOCKS, err,
+                                    sizeof err);
+    if (nspecs < 0) {
+        fprintf(stderr, "baton bench rw: %s\n", err);
+        return 2;
+    }
+    (void)baton_calibration(); /* once, here: every child inherits it */
+    nspecs = bench_check_specs(specs, nspecs, locks_arg == NULL, skipped, sizeof skipped, err,
+                               sizeof err);
+    if (nspecs <= 0) {
+        fprintf(stderr, "baton bench rw: %s\n", nspecs < 0 ? err : "none of the default locks opens");
+        return 2;
+    }
+
+    machine_t m;
+    machine_describe(&m, false);
+    int pin = topo_pin_parse(pin_arg);
+    int *order = calloc((size_t)(m.topo.ncpus > 0 ? m.topo.ncpus : 1), sizeof *order);
+    topo_pin_order(&m.topo, pin, order, m.topo.ncpus);
+    const int cores = m.topo.ncpus > 0 ? m.topo.ncpus : 1;
+    const double unit = bench_local_unit_ns();
+    printf("baton bench rw: %d lock(s), threads", nspecs);
+    for (int i = 0; i < nthreads; i++)
+        printf("%s%d", i ? "," : " ", threads[i]);
+    printf("; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = %.2f ns\n",
+           duration, repeat, pin_arg, cores, unit);
+    if (skipped[0])
+        printf("skipped (not in this build): %s\n", skipped);
+    for (int k = 0; k < nspecs; k++) {
+        bench_lock_t l;
+        if (bench_lock_open(specs[k], &l, err, sizeof err) != 0)
+            continue;
+        int rd, wr;
+        rw_paths(l.caps, l.peer != NULL, &rd, &wr);
+        printf("  %-24s reads: %s; writes: %s\n", specs[k], path_name(rd), path_name(wr));
+        bench_lock_close(&l);
+    }
+
+    bench_cfg_t base = {.duration_s = duration, .pin_policy = pin, .pin_order = pin ? order : NULL,
+                        .npin = m.topo.ncpus, .deadline_s = duration * 2 + 2};
+    bench_record_t *recs =
+        calloc((size_t)nR * (size_t)nL * (size_t)nthreads * (size_t)nspecs, sizeof *recs);
+    bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
+    static struct rw_ref refs[2 * MAX_LIST * MAX_LIST];
+    int nrefs = 0, nrecs = 0, failed = 0;
+
+    for (int ir = 0; ir < nR; ir++)
+        for (int il = 0; il < nL; il++) {
+            struct rw_params rp = {R[ir], L[il], fault};
+            double r1 = rw_ref_rate(refs, &nrefs, R[ir], L[il], &base, repeat);
+            double r0 = rw_ref_rate(refs, &nrefs, R[ir], 0, &base, repeat);
+            for (int it = 0; it < nthreads; it++) {
+                bench_record_t *cell = &recs[nrecs];
+                bench_cfg_t cfg = base;
+                cfg.threads = threads[it];
+                char label[64];
+                snprintf(label, sizeof label, "rw reads=%d%% L=%d", R[ir], L[il]);
+                bench_cell_run(&rw_workload, &rp, "rw", specs, nspecs, &cfg, repeat, runs, cell, label);
+                for (int k = 0; k < nspecs; k++) {
+                    bench_record_t *rec = &cell[k];
+                    rec->nparams = 2;
+                    rec->param_names[0] = "reads_pct";
+                    rec->param_names[1] = "local_work";
+                    rec->params[0] = R[ir];
+                    rec->params[1] = L[il];
+                    rec->extra_keys[BENCH_EXTRA_OPS_PER_SESSION] = "ops_per_session";
+                    rec->extra_labels[BENCH_EXTRA_OPS_PER_SESSION] = "ops/sess";
+                    if (threads[it] == 1 && rec->median.status == BENCH_OK)
+                        for (int q = 0; q < nrefs; q++)
+                            if (refs[q].reads == R[ir] && refs[q].L == L[il] &&
+                                record_rate(rec) > refs[q].rate)
+                                refs[q].rate = record_rate(rec);
+                }
+                for (int q = 0; q < nrefs; q++) {
+                    if (refs[q].reads != R[ir])
+                        continue;
+                    if (refs[q].L == L[il])
+                        r1 = refs[q].rate;
+                    if (refs[q].L == 0)
+                        r0 = refs[q].rate;
+                }
+                /* As for pq: critical sections taken one at a time.  Readers
+                 * may overlap, so a readers-writer lock can pass 100%. */
+                int eff = threads[it] < cores ? threads[it] : cores;
+                double limit = eff * r1 < r0 ? eff * r1 : r0;
+                failed += bench_cell_finish(cell, nspecs, limit);
+                char title[256];
+                snprintf(title, sizeof title,
+                         "rw reads=%d%% L=%d (%.0f ns), %d thread%s on %d CPUs; physical limit %.2f "
+                         "Mops/s (serialised sections; readers in parallel may pass it)",
+                         R[ir], L[il], L[il] * unit, threads[it], threads[it] > 1 ? "s" : "", cores,
+                         limit / 1e6);
+                report_cell(stdout, cell, nspecs, title);
+                fflush(stdout);
+                nrecs += nspecs;
+            }
+        }
+
+    if (json_path) {
+        char extra[128];
+        snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d", unit,
+                 pin_arg, repeat);
+        if (report_json(json_path, &m, extra, recs, nrecs) != 0) {
+            fprintf(stderr, "baton bench rw: cannot write %s: %s\n", json_path, strerror(errno));
+            failed++;
+        } else {
+            printf("\nwrote %s\n", json_path);
+        }
+    }
+    if (failed)
+        printf("\n%d result(s) FAILED verification or did not run: see the status column\n", failed);
+    free(runs);
+    free(recs);
+    free(order);
+    machine_free(&m);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# check.sh - model-check the QD and RCL protocol models with spin.
+#
+# Each check generates a verifier (spin -a), compiles it (gcc -O2) and runs
+# it in a temporary directory.  A check either must pass (no error, complete
+# search, and the listed reachability markers reached), or is a deliberately
+# broken variant (a BUG_* macro) on which spin must FIND the named kind of
+# error.  One line per check; exit status 0 only if every check came out as
+# expected.  See models/README.md.
+#
+#   models/check.sh            run every check (in parallel, one per CPU)
+#   JOBS=1 models/check.sh     one at a time
+#   SPIN=/path/to/spin, CC=gcc  the tools used
+#   KEEP=1 models/check.sh     keep the work directory (its path is printed)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SPIN=${SPIN:-spin}
+if ! command -v "$SPIN" >/dev/null 2>&1; then
+    echo "check.sh: spin is required (tools/deps.sh and .ci/run install it)" >&2
+    exit 2
+fi
+CC=${CC:-gcc}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+work=$(mktemp -d "${TMPDIR:-/tmp}/baton-models.XXXXXX")
+if [[ -n "${KEEP:-}" ]]; then
+    echo "check.sh: work directory $work"
+else
+    trap 'rm -rf "$work"' EXIT
+fi
+
+# name | model | expectation | spin -D options | pan run options | markers that must be reached
+#   expectation: pass (safety: assertions, invalid end states),
+#                live (the LTL property `live`, weak fairness),
+#                or "fail:<regex>" (the first error must match <regex>).
+checks=(
+  "qd/base|qd.pml|pass||-m200000 -w21|1 2 3 5 6 7"
+  "qd/size=4|qd.pml|pass|-DSIZE=4|-m200000 -w21|1 5 6 7"
+  "qd/retries=0|qd.pml|pass|-DRETRIES=0|-m200000 -w20|1 2 3 5 6 7"
+  "qd/help_limit=2|qd.pml|pass|-DHELP_LIMIT=2|-m200000 -w21|1 2 3 4 6 7"
+  "qd/3-delegators|qd.pml|pass|-DND=3 -DRETRIES=0|-m200000 -w23|1 2 3 5 6 7"
+  "qd/no-hint|qd.pml|pass|-DNO_HINT|-m200000 -w21|1 2 3 5 6"
+  "qd/live|qd.pml|live|-DLIVE|-m200000 -w21|"
+  "qd/BUG_NO_END_MARKER|qd.pml|fail:invalid end state|-DBUG_NO_END_MARKER|-m200000 -w21|"
+  "qd/BUG_FLUSH_EARLY|qd.pml|fail:assertion violated|-DBUG_FLUSH_EARLY|-m200000 -w21|"
+  "qd/BUG_CLOSE_STORE|qd.pml|fail:assertion violated|-DBUG_CLOSE_STORE|-m200000 -w21|"
+  "qd/live+BUG_FLUSH_EARLY|qd.pml|fail:acceptance cycle|-DLIVE -DBUG_FLUSH_EARLY|-A -m200000 -w21|"
+  "rcl/base|rcl.pml|pass||-m200000 -w20|1 2 3 4 5"
+  "rcl/post=1|rcl.pml|pass|-DPOST1|-m200000 -w20|1 2 3 4 5 6"
+  "rcl/live|rcl.pml|live|-DLIVE|-m200000 -w20|"
+  "rcl/BUG_NO_RESCAN|rcl.pml|fail:invalid end state|-DBUG_NO_RESCAN|-m200000 -w20|"
+  "rcl/BUG_RESCAN_NO_STOP|rcl.pml|fail:invalid end state|-DBUG_RESCAN_NO_STOP|-m200000 -w20|"
+  "rcl/BUG_NO_WAKE|rcl.pml|fail:invalid end state|-DBUG_NO_WAKE|-m200000 -w20|"
+  "rcl/BUG_STOP_NO_WAKE|rcl.pml|fail:invalid end state|-DBUG_STOP_NO_WAKE|-m200000 -w20|"
+  "rcl/BUG_STOP_EARLY,post=1|rcl.pml|fail:assertion violated|-DPOST1 -DBUG_STOP_EARLY|-m200000 -w20|"
+  "rcl/BUG_POST_ON_TAKEN|rcl.pml|fail:assertion violated|-DBUG_POST_ON_TAKEN|-m200000 -w20|"
+  "rcl/live+BUG_NO_RESCAN|rcl.pml|fail:acceptance cycle|-DLIVE -DBUG_NO_RESCAN|-m200000 -w20|"
+)
+
+# run_check INDEX SPEC: writes $work/INDEX.line (the report line) and
+# $work/INDEX.bad (only when the outcome was not the expected one).
+run_check() {
+    local i=$1 name model expect defs args markers
+    IFS='|' read -r name model expect defs args markers <<<"$2"
+    local d=$work/$i
+    mkdir -p "$d"
+    local out=$d/pan.out
+    local -a spin_defs=() pan_args=() cflags=(-O2)
+    read -r -a spin_defs <<<"$defs"
+    read -r -a pan_args <<<"$args"
+    local t0=$SECONDS
+    bad() {
+        printf 'FAIL %-28s %s\n' "$name" "$1" >"$d/../$i.line"
+        { echo "--- $name: $1"; tail -n 25 "$out" 2>/dev/null
+          echo "(to replay a trail: KEEP=1 models/check.sh, then" \
+               "cd <work>/$i && $SPIN $defs -t -p $here/$model)"; } >"$d/../$i.bad"
+    }
+    if [[ $expect == live || $expect == fail:acceptance* ]]; then
+        pan_args=(-a -f "${pan_args[@]}")
+    else
+        cflags+=(-DSAFETY)
+    fi
+    if ! (cd "$d" && "$SPIN" "${spin_defs[@]}" -a "$here/$model" >spin.log 2>&1); then
+        out=$d/spin.log; bad "spin -a failed"; return
+    fi
+    if ! (cd "$d" && "$CC" "${cflags[@]}" -o pan pan.c >cc.log 2>&1); then
+        out=$d/cc.log; bad "compiling pan failed"; return
+    fi
+    (cd "$d" && ./pan "${pan_args[@]}" >pan.out 2>&1)
+    local errors states first
+    errors=$(sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$out" | head -n 1)
+    states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$out" | head -n 1)
+    first=$(sed -n 's/^pan:1: \(.*\) (at depth.*/\1/p' "$out" | head -n 1)
+    local secs=$((SECONDS - t0))
+    if [[ -z $errors || -z $states ]]; then
+        bad "no verdict from pan"; return
+    fi
+    case $expect in
+    pass | live)
+        if [[ $errors != 0 ]]; then
+            bad "unexpected error: $first"; return
+        fi
+        if grep -q -e 'max search depth too small' -e 'Search not completed' "$out"; then
+            bad "search incomplete (raise -m or -w)"; return
+        fi
+        local m missing=""
+        for m in $markers; do
+            # A marker's statement `cov = N` listed as unreached: not covered.
+            grep -q "\"cov = $m\"" "$out" && missing+=" $m"
+        done
+        if [[ -n $missing ]]; then
+            bad "path(s) not reached:$missing"; return
+        fi
+        local what="no error"
+        [[ $expect == live ]] && what="property holds"
+        [[ -n $markers ]] && what+=", reached ${markers// /,}"
+        printf 'ok   %-28s %s (%s states, %ss)\n' "$name" "$what" "$states" "$secs" >"$work/$i.line"
+        ;;
+    fail:*)
+        local want=${expect#fail:}
+        if [[ $errors == 0 ]]; then
+            bad "spin found no error in a broken variant"; return
+        fi
+        if ! grep -q -E "$want" <<<"$first"; then
+            bad "expected '$want', found '$first'"; return
+        fi
+        printf 'ok   %-28s error found as expected: %s (%s states, %ss)\n' \
+            "$name" "$first" "$states" "$secs" >"$work/$i.line"
+        ;;
+    esac
+}
+
+t_start=$SECONDS
+for i in "${!checks[@]}"; do
+    while (($(jobs -rp | wc -l) >= JOBS)); do
+        wait -n
+    done
+    run_check "$i" "${checks[$i]}" &
+done
+wait
+
+status=0
+for i in "${!checks[@]}"; do
+    if [[ -f $work/$i.line ]]; then
+        cat "$work/$i.line"
+    else
+        echo "FAIL ${checks[$i]%%|*} (no result)"
+        status=1
+    fi
+    if [[ -f $work/$i.bad ]]; then
+        status=1
+    fi
+done
+for i in "${!checks[@]}"; do
+    [[ -f $work/$i.bad ]] && cat "$work/$i.bad"
+done
+if ((status == 0)); then
+    echo "models: all ${#checks[@]} checks as expected ($((SECONDS - t_start))s)"
+else
+    echo "models: UNEXPECTED OUTCOMES (see above)"
+fi
+exit $status

@@ -1,0 +1,309 @@
+/* ccsynch.c - CC-Synch: the `ccsynch` kind.
+ *
+ * CC-Synch (Fatourou and Kallimanis, "Revisiting the combining
+ * synchronization technique", PPoPP 2012): a CLH-like queue of request
+ * nodes.  A thread swaps its spare node into the tail, writes its request
+ * into the node it got back (the previous tail), links that node to its
+ * spare, and waits on the node's `wait` word.  When the word clears, either
+ * `completed` is set (a combiner ran the request) or the thread is the
+ * combiner: it runs requests along the queue, its own first, until it meets
+ * a node whose request is not linked yet or has run `help_limit` of them,
+ * and clears that node's `wait` to hand the combiner role on.
+ *
+ * Node ownership (as in the original algorithm).  After announcing in
+ * `cur`, the thread keeps `cur` as its spare for its next operation, and the
+ * node it swapped in becomes the tail, which belongs to whoever swaps in
+ * after it.  This is safe because once cur->wait is cleared nobody touches
+ * cur again: the combiner reads cur->next and the request before it clears
+ * cur->wait (the release in that store orders them), and a combiner that
+ * stops at cur (next not linked yet) only clears wait and leaves.  The thread
+ * writes cur again only after its acquire load saw wait clear.  So each node
+ * is at any time either one thread's spare, or the tail, or announced and
+ * awaiting its combiner; threads and nodes stay one to one, plus the
+ * initial dummy tail (wait = 0).
+ *
+ * Each thread keeps its spare in its slot record (slots.h).  When the thread
+ * exits, the record (with the spare, which no one else touches) is marked
+ * free and the next new thread takes it over, so thread churn does not grow
+ * the lock.  Every node is also on a list of all nodes, for destroy.
+ *
+ * No lock/unlock: the combiner role is not a lock one can hold while doing
+ * other things.  execute and delegate both wait until their operation has
+ * run; requests run in the order their threads swapped the tail (FIFO).
+ *
+ * Options:
+ *   help_limit=<n>   requests one combiner runs at most (default 4096)
+ * The wait policy (default spinpark) is how a thread waits on its node.
+ */
+#include "delegate.h"
+#include "slots.h"
+#include "../locks/kind.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cc_node {
+    _Atomic uint32_t wait;         /* 1 wait, 0 go (+ parked bit): the waited-on word */
+    uint32_t completed;            /* set by the combiner before it clears wait */
+    _Atomic(struct cc_node *) next;
+    /* The request: written by the thread that announced in this node before
+     * it links next, read by the combiner after it loads next. */
+    baton_fn fn;
+    void *arg;                     /* ctx, or args below */
+    baton_future_t *f;
+    struct cc_node *all;           /* list of every node of the lock (for destroy) */
+    _Alignas(16) unsigned char args[BATON_ARGS_MAX];
+} __attribute__((aligned(BATON_CACHELINE))) cc_node_t;
+
+_Static_assert(sizeof(cc_node_t) == BATON_CACHELINE, "a CC-Synch node is one line");
+
+/* A thread's record for the lock. */
+typedef struct cc_slot {
+    _Atomic uint32_t owner;        /* 1 while a live thread owns it, 0 free */
+    cc_node_t *spare;              /* the node for the owner's next operation */
+    struct cc_slot *next;          /* list of every record: set before the push, never changed */
+} __attribute__((aligned(BATON_CACHELINE))) cc_slot_t;
+
+typedef struct cc_lock {
+    _Alignas(BATON_CACHELINE) _Atomic(cc_node_t *) tail;
+    /* Written by the combiner only, once per session. */
+    _Alignas(BATON_CACHELINE) _Atomic uint64_t sessions;
+    _Atomic uint64_t ops;
+    /* Read-mostly. */
+    _Alignas(BATON_CACHELINE) baton_wait_t wait;
+    uint32_t help_limit;
+    _Atomic(cc_slot_t *) slot_list;
+    _Atomic(cc_node_t *) node_list;
+    baton_slot_owner_t slots;
+} cc_lock_t;
+
+static cc_lock_t *lock_of(baton_slot_owner_t *o)
+{
+    return (cc_lock_t *)(void *)((char *)o - offsetof(cc_lock_t, slots));
+}
+
+static void *cc_alloc(size_t size)
+{
+    void *p = aligned_alloc(BATON_CACHELINE, size);
+    if (p == NULL) {
+        fprintf(stderr, "baton: out of memory for a CC-Synch node\n");
+        abort();
+    }
+    memset(p, 0, size);
+    return p;
+}
+
+/* A new node, already on the list of all nodes. */
+static cc_node_t *cc_new_node(cc_lock_t *l, uint32_t wait)
+{
+    cc_node_t *n = cc_alloc(sizeof *n);
+    atomic_init(&n->wait, wait);
+    atomic_init(&n->next, NULL);
+    /* Relaxed read: the CAS below checks it. */
+    cc_node_t *h = baton_load(&l->node_list, memory_order_relaxed);
+    do
+        n->all = h;
+    /* Release: pairs with the acquire load in cc_destroy(). */
+    while (!baton_cas(&l->node_list, &h, n, memory_order_release, memory_order_relaxed));
+    return n;
+}
+
+/* --- records ----------------------------------------------------------------- */
+
+/* A thread's first operation on the lock: take over the record (and spare
+ * node) of a thread that has exited, or make a new pair. */
+static void *cc_make(baton_slot_owner_t *o)
+{
+    cc_lock_t *l = lock_of(o);
+    /* Acquire pairs with the release CAS that pushed each record. */
+    for (cc_slot_t *s = baton_load(&l->slot_list, memory_order_acquire); s != NULL; s = s->next) {
+        uint32_t expected = 0;
+        /* A relaxed look first, then the CAS.  Its acquire pairs with the
+         * release store in cc_release(): the exited thread's last writes to
+         * the record and its spare happen before ours. */
+        if (baton_load(&s->owner, memory_order_relaxed) == 0 &&
+            baton_cas(&s->owner, &expected, 1u, memory_order_acquire, memory_order_relaxed))
+            return s;
+    }
+    cc_slot_t *s = cc_alloc(sizeof *s);
+    atomic_init(&s->owner, 1u);
+    s->spare = cc_new_node(l, 0u);
+    /* Relaxed read: the CAS below checks it. */
+    cc_slot_t *h = baton_load(&l->slot_list, memory_order_relaxed);
+    do
+        s->next = h;
+    /* Release: a maker or destroy that loads the list with acquire sees the
+     * initialised record. */
+    while (!baton_cas(&l->slot_list, &h, s, memory_order_release, memory_order_relaxed));
+    return s;
+}
+
+/* The record's thread has exited.  Its spare is the node it last announced
+ * in, whose wait it saw cleared: nobody touches that node any more (see the
+ * ownership argument above), so record and spare go to the next thread. */
+static void cc_release(baton_slot_owner_t *o, void *record)
+{
+    (void)o;
+    cc_slot_t *s = record;
+    /* Release: pairs with the acquire CAS in cc_make(). */
+    baton_store(&s->owner, 0u, memory_order_release);
+}
+
+/* --- the algorithm -------------------------------------------------------------- */
+
+/* Run requests from `cur` (the caller's own node, whose request is linked)
+ * along the queue, then hand the combiner role to the node we stop at. */
+static void cc_combine(cc_lock_t *l, cc_node_t *cur)
+{
+    cc_node_t *tmp = cur, *nxt;
+    uint64_t n = 0;
+    /* Acquire pairs with the release store of next in cc_submit(): the
+     * request in tmp is visible. */
+    while (n < l->help_limit && (nxt = baton_load(&tmp->next, memory_order_acquire)) != NULL) {
+        n++;
+        baton_run_op(l, tmp->fn, tmp->arg, tmp->f);
+        tmp->completed = 1;
+        /* Release (inside): pairs with the owner's acquire wait in
+         * cc_submit(), which then sees `completed` and the operation's
+         * effects.  Last touch of tmp: its owner may reuse it at once. */
+        baton_wait_store(&l->wait, &tmp->wait, 0u);
+        tmp = nxt;
+    }
+    /* Relaxed: only the combiner writes the counters, and the hand-over
+     * below orders successive combiners; readers take a racy snapshot. */
+    baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1,
+                memory_order_relaxed);
+    baton_store(&l->ops, baton_load(&l->ops, memory_order_relaxed) + n, memory_order_relaxed);
+    /* Hand over, completed left 0: tmp's owner (who may not have swapped it
+     * out of the tail yet) becomes the combiner.  Release: pairs with its
+     * acquire wait; our sessions happen before its own. */
+    baton_wait_store(&l->wait, &tmp->wait, 0u);
+}
+
+/* One operation: fn(ctx), or with `copy` fn on an inline copy of
+ * args[0..size). */
+static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const void *args,
+                      size_t size, baton_future_t *f)
+{
+    cc_slot_t *s = baton_slot_get(&l->slots);
+    cc_node_t *next = s->spare;
+    /* Relaxed: the node is ours alone until the exchange below publishes it
+     * (its release covers these stores). */
+    baton_store(&next->next, NULL, memory_order_relaxed);
+    baton_store(&next->wait, 1u, memory_order_relaxed);
+    next->completed = 0;
+    /* acq_rel: release publishes next's fields to the thread that swaps in
+     * after us (and, through our link, to the combiner); acquire pairs with
+     * the previous swapper's release, so its node `cur` is ready for us. */
+    cc_node_t *cur = baton_xchg(&l->tail, next, memory_order_acq_rel);
+    if (copy) {
+        if (size)
+            memcpy(cur->args, args, size);
+        ctx = cur->args;
+    }
+    cur->fn = fn;
+    cur->arg = ctx;
+    cur->f = f;
+    /* Release: pairs with the combiner's acquire load of next in
+     * cc_combine(): it sees the request. */
+    baton_store(&cur->next, next, memory_order_release);
+    /* cur is ours from now on (see the ownership argument above). */
+    s->spare = cur;
+    /* Acquire inside: pairs with the combiner's release in cc_combine(). */
+    (void)baton_wait_while_eq(&l->wait, &cur->wait, 1u);
+    if (cur->completed)
+        return;
+    cc_combine(l, cur);
+}
+
+static int cc_execute(void *state, baton_fn fn, void *ctx)
+{
+    cc_submit(state, fn, ctx, false, NULL, 0, NULL);
+    return 0;
+}
+
+static int cc_delegate(void *state, baton_fn fn, const void *args, size_t size, baton_future_t *f)
+{
+    cc_submit(state, fn, NULL, true, args, size, f);
+    return 0;
+}
+
+/* --- lifecycle ------------------------------------------------------------------- */
+
+static int cc_init(void *state, const baton_opts_t *o)
+{
+    cc_lock_t *l = state;
+    atomic_init(&l->sessions, 0u);
+    atomic_init(&l->ops, 0u);
+    atomic_init(&l->slot_list, NULL);
+    atomic_init(&l->node_list, NULL);
+    l->wait = o->wait;
+    l->help_limit = (uint32_t)o->value[0];
+    /* The dummy tail: wait = 0, so the first thread to arrive combines. */
+    atomic_init(&l->tail, cc_new_node(l, 0u));
+    l->slots.make = cc_make;
+    l->slots.release = cc_release;
+    return baton_slot_owner_register(&l->slots);
+}
+
+static int cc_destroy(void *state)
+{
+    cc_lock_t *l = state;
+    /* Let operations in flight finish: the queue is idle when the tail's
+     * wait is clear (the last combiner cleared it and nobody swapped in
+     * since, or the tail is the dummy).  A tail still waiting belongs to an
+     * operation that will finish. */
+    for (;;) {
+        /* Acquire pairs with the release of the last exchange of the tail. */
+        cc_node_t *t = baton_load(&l->tail, memory_order_acquire);
+        /* Acquire inside: pairs with the last combiner's release. */
+        if (baton_wait_while_eq(&l->wait, &t->wait, 1u) == 0 &&
+            /* Relaxed: only re-checks that nobody swapped in meanwhile. */
+            baton_load(&l->tail, memory_order_relaxed) == t)
+            break;
+    }
+    /* After this no exiting thread calls cc_release() on our records. */
+    baton_slot_owner_unregister(&l->slots);
+    /* Acquire pairs with the release CASes of cc_make() and cc_new_node(). */
+    cc_slot_t *s = baton_load(&l->slot_list, memory_order_acquire);
+    while (s != NULL) {
+        cc_slot_t *next = s->next;
+        free(s);
+        s = next;
+    }
+    cc_node_t *n = baton_load(&l->node_list, memory_order_acquire);
+    while (n != NULL) {
+        cc_node_t *next = n->all;
+        free(n);
+        n = next;
+    }
+    return 0;
+}
+
+static void cc_stats(void *state, baton_stats_t *out)
+{
+    cc_lock_t *l = state;
+    /* Relaxed: a racy snapshot, as baton_lock_stats() documents. */
+    out->help_sessions = baton_load(&l->sessions, memory_order_relaxed);
+    out->helped_ops = baton_load(&l->ops, memory_order_relaxed);
+}
+
+/* --- registry entry ------------------------------------------------------------- */
+
+static const baton_option_desc_t cc_options[] = {
+    {"help_limit", 1, 1u << 24, 4096, "requests one combiner runs at most before handing over"},
+};
+
+const baton_kind_t baton_kind_ccsynch = {
+    .name = "ccsynch",
+    .summary = "CC-Synch: requests queue CLH-style; the thread at the head combines them in order",
+    .caps = BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT | BATON_CAP_FIFO,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_SPINPARK,
+    .size = sizeof(cc_lock_t), .align = _Alignof(cc_lock_t),
+    .options = cc_options, .noptions = sizeof cc_options / sizeof cc_options[0],
+    .init = cc_init, .destroy = cc_destroy,
+    .execute = cc_execute, .delegate = cc_delegate, .stats = cc_stats,
+};

@@ -1,0 +1,363 @@
+/* fc.c - flat combining: the `fc` kind.
+ *
+ * Flat combining (Hendler, Incze, Shavit, Tzafrir, "Flat combining and the
+ * synchronization-parallelism tradeoff", SPAA 2010), as the queue
+ * delegation evaluation configures it.
+ *
+ * State: a combiner lock (a 32-bit word taken with CAS from 0, a waited-on
+ * word so that lock() callers can park on it) and a publication list of
+ * records, one per (thread, lock), found through slots.h.  Records are only
+ * ever added to the list, at its head; a thread that exits marks its record
+ * free and a later thread takes it over, so the list is as long as the
+ * largest number of threads that used the lock at once.  (The original
+ * algorithm also unlinks records left idle for long; ours stay, since the
+ * list never outgrows the threads that were live together.)
+ *
+ * An operation: write fn, its argument (ctx, or an inline copy of up to
+ * BATON_ARGS_MAX bytes) and the future into the record, then publish
+ * FC_PENDING with a release store.  Then, until the record reads FC_DONE:
+ * if the combiner lock is free, take it and combine; otherwise wait by the
+ * lock's policy.  A combiner runs its own request, then traverses the list
+ * up to `num_rep` times running every pending request; it stops after a
+ * traversal that ran fewer than `rep_threshold` requests, or once it has
+ * run `help_limit` in this session (the queue delegation evaluation's
+ * addition, so that no combiner serves forever).
+ *
+ * lock/trylock/unlock take the combiner lock itself: the holder runs no
+ * one's requests, and waiters keep waiting until a combiner comes.  There is
+ * no detached mode: execute and delegate both wait until their operation has
+ * run (the caps lack BATON_CAP_DETACH).
+ *
+ * Options:
+ *   num_rep=<n>        traversals per combining session (default 4096)
+ *   rep_threshold=<n>  stop after a traversal that ran fewer (default 1)
+ *   help_limit=<n>     operations per session at most (default 4096)
+ * The wait policy (default spinpark) is how waiters and lock() wait.
+ */
+#include "delegate.h"
+#include "slots.h"
+#include "../locks/kind.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Record states (the waited-on word). */
+enum { FC_IDLE = 0, FC_PENDING = 1, FC_DONE = 2 };
+
+/* How long a waiter parks before it looks at the combiner lock again (see
+ * fc_wait()). */
+#define FC_PARK_TIMEOUT_NS 100000u
+
+typedef struct fc_rec {
+    _Atomic uint32_t state;    /* FC_IDLE, FC_PENDING, FC_DONE (+ parked bit) */
+    _Atomic uint32_t owner;    /* 1 while a live thread owns the record, 0 free */
+    /* The request: written by the owner while the state is not pending,
+     * read by a combiner only between seeing FC_PENDING and storing FC_DONE. */
+    baton_fn fn;
+    void *arg;                 /* ctx, or args below */
+    baton_future_t *f;
+    struct fc_rec *next;       /* list link: set before the record is pushed, never changed */
+    _Alignas(16) unsigned char args[BATON_ARGS_MAX];
+} __attribute__((aligned(BATON_CACHELINE))) fc_rec_t;
+
+_Static_assert(sizeof(fc_rec_t) == BATON_CACHELINE, "a publication record is one line");
+
+typedef struct fc_lock {
+    /* Written by whoever takes or drops the combiner role, and the counters
+     * only by the combiner: one line. */
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t combiner; /* 0 free, 1 held (+ parked bit) */
+    _Atomic uint64_t sessions;
+    _Atomic uint64_t ops;
+    /* Read-mostly. */
+    _Alignas(BATON_CACHELINE) _Atomic(fc_rec_t *) head;
+    baton_wait_t wait;
+    uint32_t num_rep;
+    uint32_t rep_threshold;
+    uint32_t help_limit;
+    baton_slot_owner_t slots;
+} fc_lock_t;
+
+static fc_lock_t *lock_of(baton_slot_owner_t *o)
+{
+    return (fc_lock_t *)(void *)((char *)o - offsetof(fc_lock_t, slots));
+}
+
+/* --- records ----------------------------------------------------------------- */
+
+/* A thread's first operation on the lock: take over a record whose thread
+ * has exited, or push a new one. */
+static void *fc_make(baton_slot_owner_t *o)
+{
+    fc_lock_t *l = lock_of(o);
+    /* Acquire pairs with the release CAS that pushed each record, so its
+     * `next` is visible. */
+    for (fc_rec_t *r = baton_load(&l->head, memory_order_acquire); r != NULL; r = r->next) {
+        uint32_t expected = 0;
+        /* A relaxed look first (owned records are skipped without a write),
+         * then the CAS.  Its acquire pairs with the release store of 0 in
+         * fc_release(): what the exited thread wrote into the record happens
+         * before our own writes to it. */
+        if (baton_load(&r->owner, memory_order_relaxed) == 0 &&
+            baton_cas(&r->owner, &expected, 1u, memory_order_acquire, memory_order_relaxed))
+            return r;
+    }
+    fc_rec_t *r = aligned_alloc(BATON_CACHELINE, sizeof *r);
+    if (r == NULL) {
+        fprintf(stderr, "baton: out of memory for a flat combining record\n");
+        abort();
+    }
+    memset(r, 0, sizeof *r);
+    atomic_init(&r->state, FC_IDLE);
+    atomic_init(&r->owner, 1u);
+    /* Relaxed read of the head: the CAS below checks it. */
+    fc_rec_t *h = baton_load(&l->head, memory_order_relaxed);
+    do
+        r->next = h;
+    /* Release: a combiner or maker that loads the head with acquire sees
+     * the initialised record and its link. */
+    while (!baton_cas(&l->head, &h, r, memory_order_release, memory_order_relaxed));
+    return r;
+}
+
+/* The record's thread has exited.  Its last operation has run (execute and
+ * delegate both wait for that), so nothing in it is pending and the record
+ * can go to the next thread as it is. */
+static void fc_release(baton_slot_owner_t *o, void *record)
+{
+    (void)o;
+    fc_rec_t *r = record;
+    /* Release: pairs with the acquire CAS in fc_make(). */
+    baton_store(&r->owner, 0u, memory_order_release);
+}
+
+/* --- combining ------------------------------------------------------------------ */
+
+static void fc_run(fc_lock_t *l, fc_rec_t *r)
+{
+    baton_run_op(l, r->fn, r->arg, r->f);
+    /* Release (inside): pairs with the owner's acquire in fc_wait(), so the
+     * operation's effects are visible when it returns; wakes it if parked.
+     * After this the combiner does not touch the request fields again. */
+    baton_wait_store(&l->wait, &r->state, FC_DONE);
+}
+
+static bool fc_pending(fc_rec_t *r)
+{
+    /* Acquire pairs with the owner's release store of FC_PENDING: the
+     * request fields are visible. */
+    return (baton_load(&r->state, memory_order_acquire) & ~BATON_WAIT_PARKED) == FC_PENDING;
+}
+
+/* One combining session; the caller holds the combiner lock. */
+static void fc_combine(fc_lock_t *l, fc_rec_t *mine)
+{
+    uint64_t done = 0;
+    if (fc_pending(mine)) {
+        fc_run(l, mine);
+        done = 1;
+    }
+    for (uint32_t pass = 0; pass < l->num_rep && done < l->help_limit; pass++) {
+        uint32_t ran = 0;
+        /* Acquire pairs with the release CAS of fc_make(). */
+        for (fc_rec_t *r = baton_load(&l->head, memory_order_acquire);
+             r != NULL && done < l->help_limit; r = r->next) {
+            if (!fc_pending(r))
+                continue;
+            fc_run(l, r);
+            ran++;
+            done++;
+        }
+        if (ran < l->rep_threshold)
+            break;
+    }
+    /* Relaxed: only the combiner writes the counters (the combiner lock
+     * orders successive combiners); readers take a racy snapshot. */
+    baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1,
+                memory_order_relaxed);
+    baton_store(&l->ops, baton_load(&l->ops, memory_order_relaxed) + done, memory_order_relaxed);
+}
+
+static bool fc_try_combiner(fc_lock_t *l)
+{
+    uint32_t expected = 0;
+    /* Acquire pairs with the release in fc_drop_combiner(): the previous
+     * combiner's (or lock holder's) critical sections happen before ours. */
+    return baton_cas(&l->combiner, &expected, 1u, memory_order_acquire, memory_order_relaxed);
+}
+
+static void fc_drop_combiner(fc_lock_t *l)
+{
+    /* Release (inside): pairs with the acquire CAS of fc_try_combiner();
+     * wakes lock() callers parked on the word. */
+    baton_wait_store(&l->wait, &l->combiner, 0u);
+}
+
+/* Publish the request already written into r and wait until it has run,
+ * combining whenever the combiner lock is free. */
+static void fc_wait(fc_lock_t *l, fc_rec_t *r)
+{
+    /* Release: pairs with the combiner's acquire in fc_pending(), which
+     * then sees fn, arg, f and the argument copy. */
+    baton_store(&r->state, FC_PENDING, memory_order_release);
+    baton_waiter_t s;
+    baton_waiter_init(&s, &l->wait);
+    for (;;) {
+        /* Acquire pairs with the release in fc_run(). */
+        uint32_t st = baton_load(&r->state, memory_order_acquire);
+        if ((st & ~BATON_WAIT_PARKED) == FC_DONE)
+            return;
+        /* Relaxed look; the CAS in fc_try_combiner() orders. */
+        if (baton_load(&l->combiner, memory_order_relaxed) == 0 && fc_try_combiner(l)) {
+            fc_combine(l, r);
+            fc_drop_combiner(l);
+            continue; /* a session runs its combiner's request first: ours is done */
+        }
+        if (baton_waiter_pause(&s, &r->state, st))
+            continue;
+        /* Park, but only for a while.  Nobody wakes us when the combiner
+         * lock is released: a combiner may finish its last traversal just
+         * before our FC_PENDING lands, see it still idle, and drop the lock
+         * after our look above found it held.  Then no combiner will ever
+         * run our request, and we must notice the free lock ourselves.  The
+         * timeout bounds that stall; a combiner that does run our request
+         * wakes us at once through the parked bit. */
+        if (!(st & BATON_WAIT_PARKED) &&
+            /* Relaxed: the bit publishes nothing; the combiner's exchange
+             * reads it in modification order, and if it came first this CAS
+             * fails and we re-read. */
+            !baton_cas(&r->state, &st, st | BATON_WAIT_PARKED, memory_order_relaxed,
+                       memory_order_relaxed))
+            continue;
+        baton_park_timeout(&r->state, st | BATON_WAIT_PARKED, FC_PARK_TIMEOUT_NS);
+    }
+}
+
+static int fc_execute(void *state, baton_fn fn, void *ctx)
+{
+    fc_lock_t *l = state;
+    fc_rec_t *r = baton_slot_get(&l->slots);
+    r->fn = fn;
+    r->arg = ctx;
+    r->f = NULL;
+    fc_wait(l, r);
+    return 0;
+}
+
+static int fc_delegate(void *state, baton_fn fn, const void *args, size_t size, baton_future_t *f)
+{
+    fc_lock_t *l = state;
+    fc_rec_t *r = baton_slot_get(&l->slots);
+    if (size)
+        memcpy(r->args, args, size);
+    r->fn = fn;
+    r->arg = r->args;
+    r->f = f;
+    fc_wait(l, r);
+    return 0;
+}
+
+/* --- lock interface: the combiner lock itself ------------------------------------- */
+
+static void fc_lock(void *state)
+{
+    fc_lock_t *l = state;
+    while (!fc_try_combiner(l))
+        /* Acquire inside (the retried CAS orders anyway); parks under
+         * parking policies, woken by fc_drop_combiner(). */
+        (void)baton_wait_while_eq(&l->wait, &l->combiner, 1u);
+}
+
+static int fc_trylock(void *state)
+{
+    fc_lock_t *l = state;
+    /* Relaxed look first, so a busy lock's line is not taken exclusive. */
+    if (baton_load(&l->combiner, memory_order_relaxed) != 0 || !fc_try_combiner(l))
+        return EBUSY;
+    return 0;
+}
+
+static int fc_unlock(void *state)
+{
+    fc_drop_combiner(state);
+    return 0;
+}
+
+static int fc_is_locked(void *state)
+{
+    fc_lock_t *l = state;
+    /* Relaxed: a snapshot. */
+    return baton_load(&l->combiner, memory_order_relaxed) != 0;
+}
+
+/* --- lifecycle ------------------------------------------------------------------- */
+
+static int fc_init(void *state, const baton_opts_t *o)
+{
+    fc_lock_t *l = state;
+    atomic_init(&l->combiner, 0u);
+    atomic_init(&l->sessions, 0u);
+    atomic_init(&l->ops, 0u);
+    atomic_init(&l->head, NULL);
+    l->wait = o->wait;
+    l->num_rep = (uint32_t)o->value[0];
+    l->rep_threshold = (uint32_t)o->value[1];
+    l->help_limit = (uint32_t)o->value[2];
+    l->slots.make = fc_make;
+    l->slots.release = fc_release;
+    return baton_slot_owner_register(&l->slots);
+}
+
+static int fc_destroy(void *state)
+{
+    fc_lock_t *l = state;
+    if (!fc_try_combiner(l))
+        return EBUSY;
+    /* No thread can have a request pending here (each waits for its own),
+     * but should one be, running it is the only safe way out.  Acquire
+     * pairs with the release CAS of fc_make(). */
+    for (fc_rec_t *r = baton_load(&l->head, memory_order_acquire); r != NULL; r = r->next)
+        if (fc_pending(r))
+            fc_run(l, r);
+    /* After this no exiting thread calls fc_release() on our records. */
+    baton_slot_owner_unregister(&l->slots);
+    /* Acquire pairs with the release CAS of fc_make(). */
+    fc_rec_t *r = baton_load(&l->head, memory_order_acquire);
+    while (r != NULL) {
+        fc_rec_t *next = r->next;
+        free(r);
+        r = next;
+    }
+    return 0;
+}
+
+static void fc_stats(void *state, baton_stats_t *out)
+{
+    fc_lock_t *l = state;
+    /* Relaxed: a racy snapshot, as baton_lock_stats() documents. */
+    out->help_sessions = baton_load(&l->sessions, memory_order_relaxed);
+    out->helped_ops = baton_load(&l->ops, memory_order_relaxed);
+}
+
+/* --- registry entry ------------------------------------------------------------- */
+
+static const baton_option_desc_t fc_options[] = {
+    {"num_rep", 1, 1u << 20, 4096, "traversals of the publication list per combining session"},
+    {"rep_threshold", 1, 1u << 20, 1, "end the session after a traversal that ran fewer requests"},
+    {"help_limit", 1, 1u << 24, 4096, "requests one combining session runs at most"},
+};
+
+const baton_kind_t baton_kind_fc = {
+    .name = "fc",
+    .summary = "flat combining: a combiner runs the requests published in per-thread records",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
+            BATON_CAP_WAIT,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_SPINPARK,
+    .size = sizeof(fc_lock_t), .align = _Alignof(fc_lock_t),
+    .options = fc_options, .noptions = sizeof fc_options / sizeof fc_options[0],
+    .init = fc_init, .destroy = fc_destroy, .lock = fc_lock, .trylock = fc_trylock,
+    .unlock = fc_unlock, .is_locked = fc_is_locked,
+    .execute = fc_execute, .delegate = fc_delegate, .stats = fc_stats,
+};
