@@ -54,8 +54,8 @@ build-asan/build.ninja:
 	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DBATON_SANITIZE=address -DBATON_PEERS=OFF
 
 test-asan: deps build-asan/build.ninja
-	cmake --build build-asan -j $(JOBS) --target test_api test_typed
-	cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -R '^(api|typed)$$'
+	cmake --build build-asan -j $(JOBS) --target test_api test_typed test_rcl test_combining example_critical_section
+	cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|example_critical_section)$$'
 
 test: test-fast test-tsan test-asan
 

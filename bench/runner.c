@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -364,6 +365,32 @@ static void child_run(const bench_workload_t *wl, const void *params, const char
     struct child c;
     memset(&c, 0, sizeof c);
     c.wl = wl;
+    /* A server kind's server 0 runs on the last CPU of our affinity mask
+     * (rcl's default): keep the clients off it, so that the measurement is
+     * of a dedicated server core, as the kind is meant to be used.  With a
+     * single CPU there is nothing to keep. */
+    bench_cfg_t server_cfg;
+    int *server_order = NULL;
+    if (lock.baton && (baton_lock_kind(lock.baton)->caps & BATON_CAP_SERVER) && cfg->pin_order &&
+        cfg->npin > 1) {
+        cpu_set_t set;
+        int last = -1;
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+                if (CPU_ISSET(cpu, &set))
+                    last = cpu;
+        server_order = calloc((size_t)cfg->npin, sizeof *server_order);
+        int k = 0;
+        for (int i = 0; server_order && i < cfg->npin; i++)
+            if (cfg->pin_order[i] != last)
+                server_order[k++] = cfg->pin_order[i];
+        if (k > 0) {
+            server_cfg = *cfg;
+            server_cfg.pin_order = server_order;
+            server_cfg.npin = k;
+            cfg = &server_cfg;
+        }
+    }
     c.cfg = cfg;
     c.state = wl->setup(params, &lock, cfg->threads, err, sizeof err);
     if (!c.state) {

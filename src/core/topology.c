@@ -116,7 +116,9 @@ int baton_topo_groups(uint16_t *cpu_group, int ncpus, int want)
             continue;
         memset(member, 0, (size_t)ncpus);
         int shared = parse_cpulist(line, member, ncpus);
-        if (shared <= 0 || shared >= online)
+        /* A group is worth having when its CPUs share something: at least
+         * two of them, but not every online CPU (that is one group). */
+        if (shared < 2 || shared >= online)
             continue;
         int g = groups_from_lists(cpu_group, ncpus,
                                   "/sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", index);

@@ -11,8 +11,8 @@ int baton_topo_ncpus(void);
 /* Fill cpu_group[0..ncpus) with a group number per CPU and return the
  * number of groups.  want > 0: that many groups of contiguous CPU numbers.
  * want == 0: NUMA nodes if there are several; else groups of CPUs sharing a
- * cache that does not span every online CPU (the largest such level); else
- * one group. */
+ * cache shared by at least two CPUs but not by every online CPU (the
+ * largest such level); else one group. */
 int baton_topo_groups(uint16_t *cpu_group, int ncpus, int want);
 
 #endif
