@@ -266,6 +266,23 @@ int main(int argc, char **argv)
             }
         }
     }
+    /* Options that change a protocol get runs of their own. */
+    static const char *const extra[] = {"qd,tenure_us=50", "qd:park,tenure_us=20",
+                                        "qd,queue=256,help_limit=3", "qd,retries=0,pad=1,cas=1"};
+    for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++) {
+        if (!in_list(kinds, "qd"))
+            continue;
+        for (int t = 0; t < nthreads; t++) {
+            harness_result_t r;
+            if (harness_run(&harness_baton_ops, extra[e], threads[t], millis, &r) != 0) {
+                failures++;
+                continue;
+            }
+            print(extra[e], threads[t], &r);
+            runs++;
+            failures += harness_failures(&r) > 0 || r.ops < (uint64_t)threads[t];
+        }
+    }
     printf("%s: %d runs, %d failed\n", failures ? "FAIL" : "PASS", runs, failures);
     return failures ? 1 : 0;
 }

@@ -17,9 +17,11 @@
  */
 #include "queue.h"
 #include "../core/error.h"
+#include "../core/thread.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* --- the queue and the core, shared by the QD family ---------------------- */
 
@@ -89,26 +91,344 @@ void qd_core_stats(qd_core_t *c, baton_stats_t *out)
 
 /* --- the qd kind ------------------------------------------------------------ */
 
+/* The resident helper (option tenure_us, 0 = off: the algorithm exactly as
+ * published).
+ *
+ * With short critical sections a help session lasts one operation: the
+ * helper runs its own operation, finds nothing new, closes the queue and
+ * unlocks, and the lock (and the queue's lines) cross to the other core at
+ * almost every operation.  A resident helper keeps the mutex and the open
+ * queue across its own calls for up to tenure_us: between calls it is
+ * "away" (its thread runs the caller's code), and on its next call it runs
+ * what others enqueued meanwhile, then its own operation, without taking
+ * anything.  Others keep delegating into the open queue.
+ *
+ * The state word `resident`: 0 (no resident), the resident's token (busy:
+ * inside a call), or token | AWAY.  The token is the thread pointer, which
+ * is even.  Whoever holds the mutex owns the session; ownership moves only
+ * through a CAS on `resident` from an AWAY value.
+ *
+ *  - Leaving (end of a call, tenure left): store token|AWAY (seq_cst), then
+ *    look at the counter (seq_cst); if something arrived meanwhile, CAS back
+ *    to busy and help (if the CAS fails, someone stole the session).
+ *  - An enqueuer, after its (seq_cst) fetch_add and its entry's store, looks
+ *    at `resident` (seq_cst).  Either the resident's look saw the entry, or
+ *    the enqueuer sees AWAY: it then waits a little for the resident to come
+ *    back (the state changes) and otherwise steals the session (CAS from the
+ *    AWAY value it saw), runs everything and ends it.  So an accepted
+ *    operation never waits for a thread that is away for long: nothing
+ *    depends on the resident coming back.
+ *  - Re-entering: CAS token|AWAY -> token (acquire: pairs with the release
+ *    of the store that went away, or fails if stolen); run what was
+ *    accepted while away first (it was accepted earlier), then the own
+ *    operation.
+ *  - lock()/trylock(), the forced path and destroy take an AWAY session
+ *    over the same way (ending it, keeping the mutex), and never park while
+ *    a resident holds the mutex: a resident that is away wakes no one.
+ * The session ends (queue closed, mutex released) when the tenure is over,
+ * help_limit operations have run, or a thread took it over.
+ */
+#define QD_AWAY ((uintptr_t)1)
+#define QD_STEAL_PAUSES 64u   /* how long an enqueuer waits for an away resident */
+#define QD_CLOCK_EVERY 16u    /* calls between two clock reads */
+
+typedef struct qd_lock {
+    qd_core_t core;
+    _Alignas(BATON_CACHELINE) _Atomic uintptr_t resident;
+    uint64_t tenure_ns;       /* 0: no resident helper */
+    /* Session state, owned by whoever holds the mutex (handed over with the
+     * CAS on `resident`). */
+    _Alignas(BATON_CACHELINE) uint64_t done, helped, tenure_end;
+    uint32_t calls;
+} qd_lock_t;
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Help while the queue stays open and something new arrives. */
+static void qdt_help(qd_lock_t *l)
+{
+    qd_queue_t *q = &l->core.queue;
+    for (;;) {
+        /* seq_cst: the resident's half of the handshake with enqueuers (see
+         * above); also orders the entries' acquire loads after it. */
+        uint64_t todo = baton_load(&q->counter, memory_order_seq_cst);
+        if (todo == l->done || l->helped >= l->core.help_limit)
+            return;
+        if (todo >= q->size) {
+            baton_store(&q->closed, 1u, memory_order_relaxed); /* relaxed: a hint */
+            qd_drain_to(q, todo, &l->done, &l->helped);
+            /* Reopen (release: the zeroed buffer, as when opening). */
+            baton_store(&q->counter, (uint64_t)0, memory_order_release);
+            baton_store(&q->closed, 0u, memory_order_relaxed);
+            l->done = 0;
+            continue;
+        }
+        qd_drain_to(q, todo, &l->done, &l->helped);
+    }
+}
+
+/* Close the queue, run what is left, and end the session; keep the mutex
+ * if `keep` (a lock() caller took the session over). */
+static void qdt_end(qd_lock_t *l, bool keep)
+{
+    qd_queue_t *q = &l->core.queue;
+    /* Relaxed: we hold the session; nobody steals a busy one. */
+    baton_store(&l->resident, (uintptr_t)0, memory_order_relaxed);
+    /* Relaxed: as in qd_session's close (entries are acquired one by one). */
+    uint64_t todo = baton_xchg(&q->counter, (uint64_t)q->size, memory_order_relaxed);
+    baton_store(&q->closed, 1u, memory_order_relaxed); /* relaxed: a hint */
+    qd_drain_to(q, todo, &l->done, &l->helped);
+    baton_store(&q->helping, 0u, memory_order_relaxed); /* relaxed: read racily by destroy */
+    qd_count(&l->core.cnt.sessions, 1);
+    qd_count(&l->core.cnt.helped, l->helped);
+    if (!keep)
+        baton_ttas_unlock(&l->core.mutex);
+}
+
+/* Open a fresh session (we just took the mutex). */
+static void qdt_open(qd_lock_t *l, uintptr_t token)
+{
+    qd_queue_t *q = &l->core.queue;
+    baton_store(&q->helping, 1u, memory_order_relaxed); /* relaxed: see qdt_end */
+    l->done = 0;
+    l->helped = 0;
+    l->calls = 0;
+    l->tenure_end = l->tenure_ns ? now_ns() + l->tenure_ns : 0;
+    /* Relaxed: only AWAY values matter to others. */
+    baton_store(&l->resident, token, memory_order_relaxed);
+    /* Release: pairs with the delegators' fetch_add (the zeroed buffer). */
+    baton_store(&q->counter, (uint64_t)0, memory_order_release);
+    baton_store(&q->closed, 0u, memory_order_relaxed);
+}
+
+/* End of a call: stay resident (away) if the tenure allows, else end. */
+static void qdt_leave(qd_lock_t *l, uintptr_t token)
+{
+    for (;;) {
+        bool over = l->helped >= l->core.help_limit || l->tenure_ns == 0 ||
+                    /* Relaxed: a hint that lock() callers wait. */
+                    baton_load(&l->core.mutex.word, memory_order_relaxed) == 2u;
+        if (!over && ++l->calls % QD_CLOCK_EVERY == 0)
+            over = now_ns() >= l->tenure_end;
+        if (over) {
+            qdt_end(l, false);
+            return;
+        }
+        /* Once away, the session state belongs to whoever takes it: read
+         * what we need first. */
+        const uint64_t done = l->done;
+        /* seq_cst (and so release: hands the session state over to a
+         * stealer's acquire CAS); the handshake with enqueuers. */
+        baton_store(&l->resident, token | QD_AWAY, memory_order_seq_cst);
+        uint64_t todo = baton_load(&l->core.queue.counter, memory_order_seq_cst);
+        if (todo == done)
+            return;
+        uintptr_t away = token | QD_AWAY;
+        if (!baton_cas(&l->resident, &away, token, memory_order_acquire, memory_order_relaxed))
+            return; /* stolen: the thief runs it */
+        qdt_help(l);
+    }
+}
+
+/* Take an AWAY session over (the caller is not inside it).  Returns true
+ * with the session ours (resident = our token, busy). */
+static bool qdt_steal(qd_lock_t *l, uintptr_t seen, uintptr_t token)
+{
+    /* Acquire: pairs with the seq_cst (release) store that went away, so
+     * the session state (done, helped) is ours to continue. */
+    return (seen & QD_AWAY) &&
+           baton_cas(&l->resident, &seen, token, memory_order_acquire, memory_order_relaxed);
+}
+
+/* After an enqueue: make sure an away resident does not sit on it. */
+static void qdt_after_enqueue(qd_lock_t *l, uintptr_t token)
+{
+    /* seq_cst: the enqueuer's half of the handshake (after its fetch_add). */
+    uintptr_t r = baton_load(&l->resident, memory_order_seq_cst);
+    if (!(r & QD_AWAY))
+        return; /* none, or busy: it runs what it finds before going away */
+    for (unsigned i = 0; i < QD_STEAL_PAUSES; i++) {
+        baton_cpu_relax();
+        /* Relaxed: any change means the session moved on (came back busy,
+         * was stolen or ended), and whoever has it runs our entry. */
+        if (baton_load(&l->resident, memory_order_relaxed) != r)
+            return;
+    }
+    if (!qdt_steal(l, r, token))
+        return;
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, l);
+    qdt_help(l);
+    qdt_end(l, false);
+    baton_cs_leave(&frame);
+}
+
+/* Take the mutex for lock() or the forced path: like baton_ttas_lock, but
+ * taking an away resident's session over, and never parking while a
+ * resident may be away (it would wake no one). */
+static void qdt_lock(qd_lock_t *l)
+{
+    const uintptr_t token = baton_self_token();
+    baton_waiter_t w;
+    baton_waiter_init(&w, &l->core.wait);
+    for (;;) {
+        if (baton_ttas_trylock(&l->core.mutex) == 0)
+            return;
+        /* seq_cst: as in qdt_after_enqueue. */
+        uintptr_t r = baton_load(&l->resident, memory_order_seq_cst);
+        if (qdt_steal(l, r, token)) {
+            baton_cs_frame_t frame;
+            baton_cs_enter(&frame, l);
+            qdt_help(l);
+            qdt_end(l, true);
+            baton_cs_leave(&frame);
+            return;
+        }
+        if (!baton_waiter_pause(&w, NULL, 0))
+            sched_yield();
+    }
+}
+
+static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psize, uint32_t flags,
+                      baton_future_t *f)
+{
+    const uintptr_t token = baton_self_token();
+    uintptr_t away = token | QD_AWAY;
+    /* Relaxed look first: only our own thread stores our AWAY value. */
+    bool reenter = baton_load(&l->resident, memory_order_relaxed) == away &&
+                   baton_cas(&l->resident, &away, token, memory_order_acquire, memory_order_relaxed);
+    if (!reenter) {
+        for (unsigned tries = 0;; tries++) {
+            if (baton_ttas_trylock(&l->core.mutex) == 0)
+                break;
+            if (qd_enqueue(&l->core.queue, fn, payload, psize, flags, f) == QD_OK) {
+                qdt_after_enqueue(l, token);
+                return QD_ENQUEUED;
+            }
+            if (tries >= l->core.retries) {
+                qdt_lock(l);
+                qd_count(&l->core.cnt.forced, 1);
+                break;
+            }
+            qd_retry_pause(tries);
+        }
+        qdt_open(l, token);
+    }
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, l);
+    if (reenter)
+        qdt_help(l); /* accepted while we were away: they come first */
+    void *ctx;
+    _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
+    if (flags & QD_F_CTX) {
+        memcpy(&ctx, payload, sizeof ctx);
+    } else {
+        if (psize)
+            memcpy(copy, payload, psize);
+        ctx = copy;
+    }
+    fn(ctx);
+    if (f && !(flags & QD_F_OWN))
+        baton_future_complete(f, 0);
+    l->helped++;
+    qdt_help(l);
+    qdt_leave(l, token);
+    baton_cs_leave(&frame);
+    return QD_RAN;
+}
+
 static int qd_execute(void *s, baton_fn fn, void *ctx)
 {
-    return qd_submit_wait(s, s, NULL, fn, ctx);
+    qd_lock_t *l = s;
+    if (!l->tenure_ns)
+        return qd_submit_wait(&l->core, l, NULL, fn, ctx);
+    baton_future_t f;
+    baton_future_prepare(&f, &l->core.wait);
+    if (qdt_submit(l, fn, &ctx, sizeof ctx, QD_F_CTX | QD_F_OWN, &f) == QD_RAN)
+        return 0;
+    return baton_future_wait(&f);
 }
 
 static int qd_delegate(void *s, baton_fn fn, const void *args, size_t size, baton_future_t *f)
 {
-    qd_submit(s, s, NULL, fn, args, size, 0, f);
+    qd_lock_t *l = s;
+    if (!l->tenure_ns)
+        qd_submit(&l->core, l, NULL, fn, args, size, 0, f);
+    else
+        qdt_submit(l, fn, args, size, 0, f);
     return 0;
 }
 
-static const baton_option_desc_t qd_options[] = {QD_OPTIONS};
+enum { OPT_TENURE = QD_NOPTS };
 
-static int k_init(void *s, const baton_opts_t *o) { return qd_core_init(s, o); }
-static int k_destroy(void *s) { return qd_core_destroy(s); }
-static void k_lock(void *s) { baton_ttas_lock(&((qd_core_t *)s)->mutex); }
-static int k_trylock(void *s) { return baton_ttas_trylock(&((qd_core_t *)s)->mutex); }
-static int k_unlock(void *s) { return baton_ttas_unlock(&((qd_core_t *)s)->mutex); }
-static int k_is_locked(void *s) { return baton_ttas_is_locked(&((qd_core_t *)s)->mutex); }
-static void k_stats(void *s, baton_stats_t *out) { qd_core_stats(s, out); }
+static const baton_option_desc_t qd_options[] = {
+    QD_OPTIONS,
+    [OPT_TENURE] = {"tenure_us", 0, 1000000, 0,
+                    "a helper stays resident across its own calls this long (0: off)"},
+};
+
+static int k_init(void *s, const baton_opts_t *o)
+{
+    qd_lock_t *l = s;
+    atomic_init(&l->resident, (uintptr_t)0);
+    l->tenure_ns = o->value[OPT_TENURE] * 1000u;
+    return qd_core_init(&l->core, o);
+}
+
+static int k_destroy(void *s)
+{
+    qd_lock_t *l = s;
+    /* An away resident holds the mutex: end its session first (runs what
+     * it accepted).  seq_cst: as in qdt_after_enqueue. */
+    uintptr_t r = baton_load(&l->resident, memory_order_seq_cst);
+    if (qdt_steal(l, r, baton_self_token())) {
+        baton_cs_frame_t frame;
+        baton_cs_enter(&frame, l);
+        qdt_help(l);
+        qdt_end(l, false);
+        baton_cs_leave(&frame);
+    }
+    return qd_core_destroy(&l->core);
+}
+
+static void k_lock(void *s)
+{
+    qd_lock_t *l = s;
+    if (!l->tenure_ns)
+        baton_ttas_lock(&l->core.mutex);
+    else
+        qdt_lock(l);
+}
+
+static int k_trylock(void *s)
+{
+    qd_lock_t *l = s;
+    if (baton_ttas_trylock(&l->core.mutex) == 0)
+        return 0;
+    /* An away session is not "held" from any caller's point of view (its
+     * resident is outside the lock, perhaps gone): take it over, run what
+     * it accepted, end it and keep the mutex.  seq_cst: as in
+     * qdt_after_enqueue. */
+    const uintptr_t token = baton_self_token();
+    if (l->tenure_ns && qdt_steal(l, baton_load(&l->resident, memory_order_seq_cst), token)) {
+        baton_cs_frame_t frame;
+        baton_cs_enter(&frame, l);
+        qdt_help(l);
+        qdt_end(l, true);
+        baton_cs_leave(&frame);
+        return 0;
+    }
+    return EBUSY;
+}
+
+static int k_unlock(void *s) { return baton_ttas_unlock(&((qd_lock_t *)s)->core.mutex); }
+static int k_is_locked(void *s) { return baton_ttas_is_locked(&((qd_lock_t *)s)->core.mutex); }
+static void k_stats(void *s, baton_stats_t *out) { qd_core_stats(&((qd_lock_t *)s)->core, out); }
 
 const baton_kind_t baton_kind_qd = {
     .name = "qd",
@@ -117,7 +437,7 @@ const baton_kind_t baton_kind_qd = {
             BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
-    .size = sizeof(qd_core_t), .align = _Alignof(qd_core_t),
+    .size = sizeof(qd_lock_t), .align = _Alignof(qd_lock_t),
     .options = qd_options, .noptions = sizeof qd_options / sizeof qd_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .is_locked = k_is_locked,

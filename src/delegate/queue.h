@@ -113,12 +113,15 @@ static inline int qd_enqueue(qd_queue_t *q, baton_fn fn, const void *payload, si
     uint64_t off;
     if (BATON_LIKELY(!q->cas)) {
         /* Acquire: pairs with the helper's release store that opened the
-         * queue, so the zeroed buffer it left is what we write over. */
-        off = baton_fetch_add(&q->counter, len, memory_order_acquire);
+         * queue, so the zeroed buffer it left is what we write over.
+         * seq_cst: qd's resident helper (qd.c) pairs its seq_cst look at
+         * the counter with the enqueuer's later seq_cst look at its state
+         * (a locked RMW costs the same on x86). */
+        off = baton_fetch_add(&q->counter, len, memory_order_seq_cst);
     } else {
         off = baton_load(&q->counter, memory_order_relaxed);
-        while (!baton_cas(&q->counter, &off, off + len, memory_order_acquire, memory_order_relaxed))
-            ;
+        while (!baton_cas(&q->counter, &off, off + len, memory_order_seq_cst, memory_order_relaxed))
+            ; /* seq_cst: as the fetch_add above */
     }
     if (BATON_LIKELY(off + len <= q->size)) {
         unsigned char *e = q->buf + off;
@@ -189,6 +192,33 @@ static inline void qd_run_entry(unsigned char *e, uintptr_t fn)
         baton_future_complete(f, 0);
 }
 
+/* Run the entries reserved in [*done, todo) (todo clamped to the size; an
+ * END marker ends the pass at the end of the buffer), zeroing each, and
+ * advance *done and *helped. */
+static inline void qd_drain_to(qd_queue_t *q, uint64_t todo, uint64_t *done, uint64_t *helped)
+{
+    const uint64_t size = q->size;
+    if (todo > size)
+        todo = size;
+    uint64_t p = *done;
+    while (p < todo) {
+        unsigned char *e = q->buf + p;
+        uintptr_t efn = qd_wait_entry((qd_hdr_t *)e);
+        if (efn == QD_END) {
+            /* Relaxed: zeroing, ordered like qd_run_entry's. */
+            baton_store(&((qd_hdr_t *)e)->fn, (uintptr_t)0, memory_order_relaxed);
+            p = size;
+            break;
+        }
+        const uint32_t used = ((qd_hdr_t *)e)->used;
+        const uint32_t len = q->pad ? (used + BATON_CACHELINE - 1u) & ~(uint32_t)(BATON_CACHELINE - 1u) : used;
+        qd_run_entry(e, efn);
+        (*helped)++;
+        p += len;
+    }
+    *done = p;
+}
+
 /* What mrqd and hqd add around a session (any may be NULL):
  *   before_open  hqd: take the global lock, so that nothing is accepted
  *                into this group's queue before the group may run it;
@@ -243,25 +273,7 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
             baton_store(&q->closed, 1u, memory_order_relaxed);
             final = full = true;
         }
-        if (todo > size)
-            todo = size;
-        uint64_t p = done;
-        while (p < todo) {
-            unsigned char *e = q->buf + p;
-            uintptr_t efn = qd_wait_entry((qd_hdr_t *)e);
-            if (efn == QD_END) {
-                /* Relaxed: zeroing, ordered like qd_run_entry's. */
-                baton_store(&((qd_hdr_t *)e)->fn, (uintptr_t)0, memory_order_relaxed);
-                p = size;
-                break;
-            }
-            const uint32_t used = ((qd_hdr_t *)e)->used;
-            const uint32_t len = q->pad ? (used + BATON_CACHELINE - 1u) & ~(uint32_t)(BATON_CACHELINE - 1u) : used;
-            qd_run_entry(e, efn);
-            helped++;
-            p += len;
-        }
-        done = p;
+        qd_drain_to(q, todo, &done, &helped);
         if (!final)
             continue;
         if (full && helped < help_limit) {
