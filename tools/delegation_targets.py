@@ -4,6 +4,9 @@ the JSON of `baton bench pq`, `baton bench rw` and `baton bench micro`, and
 print a markdown report.
 
     tools/delegation_targets.py [--pq pq.json] [--rw rw.json] [--micro micro.json]
+    tools/delegation_targets.py --table FILE.json ROWKEY[,ROWKEY] LOCK[,LOCK...]
+        (a Mops/s table: one row per value of the row keys, one column per lock,
+         locks named by their canonical specs as the bench prints them)
 
 pq, L in {0, 32}, threads in {2, 8, 16}: the best delegation kind must reach
     min(max(1.5 x best peer, 1.2 x best baton mutex kind), 0.9 x limit).
@@ -114,8 +117,35 @@ def check_micro(path):
     print()
 
 
+def table(path, rowkeys, locks):
+    recs = json.load(open(path))["results"]
+    keys = rowkeys.split(",")
+    wanted = locks.split(",")
+    # Specs with options contain commas: a wanted item that is key=value
+    # continues the previous one, as on the command line.
+    merged = []
+    for w in wanted:
+        if "=" in w and merged:
+            merged[-1] += "," + w
+        else:
+            merged.append(w)
+    print("| " + " | ".join(keys) + " | " + " | ".join(merged) + " |")
+    print("|" + "---|" * (len(keys) + len(merged)))
+    for key, rs in sorted(cells(recs, keys).items()):
+        by = {r["lock"]: r for r in rs}  # canonical specs, as the tables print them
+        cols = []
+        for w in merged:
+            r = by.get(w)
+            cols.append("-" if r is None else (f"{rate(r):.2f}" if r.get("status") == "ok" else r.get("status", "?")))
+        print("| " + " | ".join(str(k) for k in key) + " | " + " | ".join(cols) + " |")
+    print()
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--table" and len(args) == 4:
+        table(args[1], args[2], args[3])
+        return 0
     if not args or "-h" in args or "--help" in args:
         print(__doc__)
         return 0 if args else 2
