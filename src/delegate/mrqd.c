@@ -65,30 +65,7 @@ static int mrqd_delegate(void *s, baton_fn fn, const void *args, size_t size, ba
 static void mrqd_rlock(void *s)
 {
     mrqd_lock_t *l = s;
-    bool raised = false;
-    uint32_t patience = 0;
-    for (;;) {
-        ri_arrive(&l->readers);
-        /* seq_cst: the reader's half of the Dekker pattern (indicator.h). */
-        if (baton_load(&l->qd.mutex.word, memory_order_seq_cst) == 0)
-            break;
-        ri_depart(&l->readers);
-        baton_waiter_t w;
-        baton_waiter_init(&w, &l->qd.wait);
-        /* Relaxed: only a hint of when to try again; the arrive/look above
-         * decides. */
-        while (baton_load(&l->qd.mutex.word, memory_order_relaxed) != 0) {
-            if (!baton_waiter_pause(&w, NULL, 0))
-                sched_yield();
-            if (++patience == l->read_patience && !raised) {
-                /* Relaxed: advisory, see hold_back_for_readers(). */
-                baton_fetch_add(&l->write_barrier, 1u, memory_order_relaxed);
-                raised = true;
-            }
-        }
-    }
-    if (raised)
-        baton_fetch_sub(&l->write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
+    ri_rlock(&l->readers, &l->qd.mutex.word, &l->write_barrier, l->read_patience, &l->qd.wait);
 }
 
 static void mrqd_runlock(void *s)

@@ -323,16 +323,8 @@ static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psi
     baton_cs_enter(&frame, l);
     if (reenter)
         qdt_help(l); /* accepted while we were away: they come first */
-    void *ctx;
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
-    if (flags & QD_F_CTX) {
-        memcpy(&ctx, payload, sizeof ctx);
-    } else {
-        if (psize)
-            memcpy(copy, payload, psize);
-        ctx = copy;
-    }
-    fn(ctx);
+    fn(qd_own_ctx(payload, psize, flags, copy));
     if (f && !(flags & QD_F_OWN))
         baton_future_complete(f, 0);
     l->helped++;

@@ -219,6 +219,22 @@ static inline void qd_drain_to(qd_queue_t *q, uint64_t todo, uint64_t *done, uin
     *done = p;
 }
 
+/* The argument the caller's own operation runs on: its ctx pointer
+ * (QD_F_CTX), or a private copy of its arguments in `copy` (as a delegated
+ * operation would get, so the caller's buffer is never the one used). */
+static inline void *qd_own_ctx(const void *payload, size_t psize, uint32_t flags,
+                               unsigned char copy[BATON_ARGS_MAX])
+{
+    void *ctx;
+    if (flags & QD_F_CTX) {
+        memcpy(&ctx, payload, sizeof ctx);
+        return ctx;
+    }
+    if (psize)
+        memcpy(copy, payload, psize);
+    return copy;
+}
+
 /* What mrqd and hqd add around a session (any may be NULL):
  *   before_open  hqd: take the global lock, so that nothing is accepted
  *                into this group's queue before the group may run it;
@@ -358,15 +374,8 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
         qd_retry_pause(tries);
     }
     /* We hold the mutex: our operation runs first, on our own copy. */
-    void *ctx;
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
-    if (flags & QD_F_CTX) {
-        memcpy(&ctx, payload, sizeof ctx);
-    } else {
-        if (psize)
-            memcpy(copy, payload, psize);
-        ctx = copy;
-    }
+    void *ctx = qd_own_ctx(payload, psize, flags, copy);
     /* An execute's own future has no other reader: nothing to complete. */
     qd_session(&c->queue, &c->cnt, c->help_limit, lock_id, hooks, fn, ctx,
                (flags & QD_F_OWN) ? NULL : f);

@@ -90,29 +90,7 @@ static int k_is_locked(void *s) { return baton_is_locked(((rw_lock_t *)s)->inner
 static void k_rlock(void *s)
 {
     rw_lock_t *l = s;
-    bool raised = false;
-    uint32_t patience = 0;
-    for (;;) {
-        ri_arrive(&l->readers);
-        /* seq_cst: the reader's half of the Dekker pattern (indicator.h). */
-        if (baton_load(&l->writer, memory_order_seq_cst) == 0)
-            break;
-        ri_depart(&l->readers);
-        baton_waiter_t w;
-        baton_waiter_init(&w, &l->pause);
-        /* Relaxed: a hint of when to try again; the look above decides. */
-        while (baton_load(&l->writer, memory_order_relaxed) != 0) {
-            if (!baton_waiter_pause(&w, NULL, 0))
-                sched_yield();
-            if (++patience == l->read_patience && !raised) {
-                /* Relaxed: advisory. */
-                baton_fetch_add(&l->write_barrier, 1u, memory_order_relaxed);
-                raised = true;
-            }
-        }
-    }
-    if (raised)
-        baton_fetch_sub(&l->write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
+    ri_rlock(&l->readers, &l->writer, &l->write_barrier, l->read_patience, &l->pause);
 }
 
 static void k_runlock(void *s) { ri_depart(&((rw_lock_t *)s)->readers); }
