@@ -18,17 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                            \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            failures++;                                                             \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
-            printf(__VA_ARGS__);                                                    \
-            printf("\n");                                                           \
-        }                                                                           \
-    } while (0)
+#include "check.h"
 
 /* A second thread that runs lock operations on request, so that tests can
  * act as "another thread" that keeps its identity between operations. */
@@ -335,7 +325,8 @@ static void test_readers(const baton_kind_info_t *k)
 /* After fork the child can use the locks (servers re-created). */
 static void test_fork(void)
 {
-    const char *specs[] = {"qd", "mrqd", "hqd", "mcs", "relay"};
+    const char *specs[] = {"qd",      "qd,tenure_us=100", "mrqd", "hqd",  "rcl",
+                           "fc",      "ccsynch",          "rw(mcs)", "mcs", "relay"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         baton_lock_t *l = baton_lock_new(specs[i]);
         CHECK(l != NULL, "%s", specs[i]);

@@ -17,17 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                            \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            failures++;                                                             \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
-            printf(__VA_ARGS__);                                                    \
-            printf("\n");                                                           \
-        }                                                                           \
-    } while (0)
+#include "check.h"
 
 static baton_lock_t *new_lock(const char *spec)
 {
