@@ -1,14 +1,24 @@
 /* cells.c - what the bench commands (micro, pq, rw) share around the
- * runner: checking the lock list, the single-thread reference rate behind
- * a cell's physical limit, and running and summing up one cell. */
+ * runner: their setup (lock list, machine, pinning, header) and finish
+ * (JSON, failure count), the single-thread reference rates behind a cell's
+ * physical limit, and running and summing up one cell. */
 #include "report.h"
+#include "topo.h"
 
+#include <baton/wait.h>
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int bench_check_specs(char specs[][BENCH_SPEC_MAX], int n, bool optional, char *skipped,
-                      size_t skipped_len, char *err, size_t errlen)
+/* Validate and canonicalise specs[0..n): open each one.  An explicit list
+ * (optional == false) stops at the first that does not open: returns -1
+ * with the message in err.  A default list (optional == true) drops those
+ * instead and names them in `skipped` (", "-separated).  A lock that opens
+ * but that cmd->check refuses stops either list.  Returns the count kept. */
+static int check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int n, bool optional,
+                       char *skipped, size_t skipped_len, char *err, size_t errlen)
 {
     int kept = 0;
     if (skipped_len)
@@ -24,9 +34,157 @@ int bench_check_specs(char specs[][BENCH_SPEC_MAX], int n, bool optional, char *
             continue;
         }
         snprintf(specs[kept++], BENCH_SPEC_MAX, "%s", l.spec); /* canonical */
+        int refused = cmd->check ? cmd->check(&l, cmd->ctx, err, errlen) : 0;
         bench_lock_close(&l);
+        if (refused)
+            return -1;
     }
     return kept;
+}
+
+int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = cmd->name;
+    for (int i = 0; i < cmd->nthreads; i++)
+        if (cmd->threads[i] < 1) {
+            fprintf(stderr, "baton bench %s: thread counts must be at least 1\n", cmd->name);
+            return 2;
+        }
+
+    char err[1024], skipped[1024];
+    char (*specs)[BENCH_SPEC_MAX] = calloc(BENCH_MAX_LOCKS, sizeof *specs);
+    if (!specs) {
+        fprintf(stderr, "baton bench %s: out of memory\n", cmd->name);
+        return 2;
+    }
+    int nspecs = bench_expand_locks(cmd->locks ? cmd->locks : cmd->default_locks, specs,
+                                    BENCH_MAX_LOCKS, err, sizeof err);
+    if (nspecs < 0) {
+        fprintf(stderr, "baton bench %s: %s\n", cmd->name, err);
+        free(specs);
+        return 2;
+    }
+    (void)baton_calibration(); /* once, here: every child inherits it */
+    nspecs = check_specs(cmd, specs, nspecs, cmd->locks == NULL, skipped, sizeof skipped, err,
+                         sizeof err);
+    if (nspecs <= 0) {
+        fprintf(stderr, "baton bench %s: %s\n", cmd->name,
+                nspecs < 0 ? err : "none of the default locks opens");
+        free(specs);
+        return 2;
+    }
+    out->specs = specs;
+    out->nspecs = nspecs;
+
+    machine_t *m = &out->m;
+    machine_describe(m, false);
+    int pin = topo_pin_parse(cmd->pin);
+    out->order = calloc((size_t)(m->topo.ncpus > 0 ? m->topo.ncpus : 1), sizeof *out->order);
+    topo_pin_order(&m->topo, pin, out->order, m->topo.ncpus);
+    out->cores = m->topo.ncpus > 0 ? m->topo.ncpus : 1;
+    out->unit_ns = bench_local_unit_ns();
+    out->base = (bench_cfg_t){.duration_s = cmd->duration_s,
+                              .pin_policy = pin,
+                              .pin_order = pin ? out->order : NULL,
+                              .npin = m->topo.ncpus,
+                              .deadline_s = cmd->duration_s * 2 + 2};
+
+    printf("baton bench %s: %d lock(s), threads", cmd->name, nspecs);
+    for (int i = 0; i < cmd->nthreads; i++)
+        printf("%s%d", i ? "," : " ", cmd->threads[i]);
+    printf("%s; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = %.2f ns%s\n",
+           cmd->header_params ? cmd->header_params : "", cmd->duration_s, cmd->repeat, cmd->pin,
+           out->cores, out->unit_ns, cmd->header_tail ? cmd->header_tail : "");
+    if (skipped[0])
+        printf("skipped (not in this build): %s\n", skipped);
+    for (int k = 0; cmd->describe && k < nspecs; k++) {
+        bench_lock_t l;
+        if (bench_lock_open(specs[k], &l, err, sizeof err) != 0)
+            continue;
+        cmd->describe(&l, cmd->ctx);
+        bench_lock_close(&l);
+    }
+    return 0;
+}
+
+int bench_cmd_finish(bench_setup_t *s, const char *json_path, const char *extra_json,
+                     const bench_record_t *recs, int nrecs, int failed)
+{
+    if (json_path) {
+        if (report_json(json_path, &s->m, extra_json, recs, nrecs) != 0) {
+            fprintf(stderr, "baton bench %s: cannot write %s: %s\n", s->name, json_path,
+                    strerror(errno));
+            failed++;
+        } else {
+            printf("\nwrote %s\n", json_path);
+        }
+    }
+    if (failed)
+        printf("\n%d result(s) FAILED verification or did not run: see the status column\n",
+               failed);
+    free(s->order);
+    machine_free(&s->m);
+    free(s->specs);
+    return failed ? 1 : 0;
+}
+
+void bench_extras_ops_per_session(void *state, bench_lock_t *lock, bench_result_t *r)
+{
+    (void)state;
+    r->extra[BENCH_EXTRA_OPS_PER_SESSION] = bench_lock_ops_per_session(lock);
+}
+
+static bench_ref_t *ref_find(const bench_refs_t *refs, const int key[BENCH_REF_KEYS])
+{
+    for (int i = 0; i < refs->n; i++)
+        if (!memcmp(refs->ref[i].key, key, sizeof refs->ref[i].key))
+            return &refs->ref[i];
+    return NULL;
+}
+
+double bench_ref_get(const bench_refs_t *refs, const int key[BENCH_REF_KEYS])
+{
+    const bench_ref_t *r = ref_find(refs, key);
+    return r ? r->rate : -1;
+}
+
+void bench_ref_put(bench_refs_t *refs, const int key[BENCH_REF_KEYS], double rate)
+{
+    if (refs->n == refs->cap) {
+        int cap = refs->cap ? 2 * refs->cap : 16;
+        bench_ref_t *grown = realloc(refs->ref, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return; /* not remembered: the limit will say 0 (none) */
+        refs->ref = grown;
+        refs->cap = cap;
+    }
+    bench_ref_t *r = &refs->ref[refs->n++];
+    memcpy(r->key, key, sizeof r->key);
+    r->rate = rate;
+}
+
+void bench_refs_free(bench_refs_t *refs)
+{
+    free(refs->ref);
+    *refs = (bench_refs_t){0};
+}
+
+double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS],
+                        const bench_record_t *cell, int n, int threads, int cores)
+{
+    bench_ref_t *r1 = ref_find(refs, key);
+    if (r1 && threads == 1)
+        for (int k = 0; k < n; k++)
+            if (cell[k].median.status == BENCH_OK && record_rate(&cell[k]) > r1->rate)
+                r1->rate = record_rate(&cell[k]);
+    int key0[BENCH_REF_KEYS];
+    memcpy(key0, key, sizeof key0);
+    key0[BENCH_REF_L] = 0;
+    const bench_ref_t *r0 = ref_find(refs, key0);
+    double rate1 = r1 ? r1->rate : 0, rate0 = r0 ? r0->rate : 0;
+    int eff = threads < cores ? threads : cores;
+    return eff * rate1 < rate0 ? eff * rate1 : rate0;
 }
 
 double bench_single_rate(const bench_workload_t *wl, const void *params, const bench_cfg_t *base,
@@ -74,6 +232,10 @@ void bench_cell_run(const bench_workload_t *wl, const void *params, const char *
         for (int r = 0; r < repeat; r++)
             rec->runs_ops_per_s[r] = mine[r].seconds > 0 ? (double)mine[r].ops / mine[r].seconds : 0;
         rec->median = mine[bench_median(mine, repeat)];
+        if (wl->extras == bench_extras_ops_per_session) {
+            rec->extra_keys[BENCH_EXTRA_OPS_PER_SESSION] = "ops_per_session";
+            rec->extra_labels[BENCH_EXTRA_OPS_PER_SESSION] = "ops/sess";
+        }
         if (!strcmp(specs[k], "pthread"))
             pthread_rate = record_rate(rec);
     }

@@ -25,17 +25,12 @@
  * operations run per help session.
  */
 #include "bench.h"
-#include "machine.h"
 #include "report.h"
 #include "topo.h"
 
-#include <baton/wait.h>
-
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { VIA_AUTO, VIA_LOCK, VIA_EXECUTE };
 
@@ -200,12 +195,6 @@ static int micro_verify(void *state, const uint64_t *ops, int threads, bench_res
     return 0;
 }
 
-static void micro_extras(void *state, bench_lock_t *lock, bench_result_t *r)
-{
-    (void)state;
-    r->extra[BENCH_EXTRA_OPS_PER_SESSION] = bench_lock_ops_per_session(lock);
-}
-
 static void micro_teardown(void *state)
 {
     struct micro_state *s = state;
@@ -220,14 +209,13 @@ static const bench_workload_t micro_workload = {
     .name = "micro",
     .setup = micro_setup,
     .thread_main = micro_thread,
-    .extras = micro_extras,
+    .extras = bench_extras_ops_per_session,
     .verify = micro_verify,
     .teardown = micro_teardown,
 };
 
 /* --- the command ------------------------------------------------------------ */
 
-#define MAX_LOCKS 128
 #define MAX_LIST 32
 
 static void usage(FILE *f)
@@ -254,40 +242,36 @@ static void usage(FILE *f)
             "  --inject-fault       thread 0 skips the lock (tests that verification fails)\n");
 }
 
-struct cell_ref {
-    int S, P, L;
-    double rate; /* best single-thread ops/s */
-};
-
-/* The best single-thread rate at (S, P, L): the reference kind measured
- * for the purpose, or any faster N=1 result of the run. */
-static double reference_rate(struct cell_ref *refs, int *nrefs, int S, int P, int L,
-                             const bench_cfg_t *base, int repeat, const struct micro_params *proto)
+/* Measure the single-thread rate at (S, P, L) with the reference kind,
+ * unless known (bench_cell_limit() raises it to any faster N=1 result of
+ * the run). */
+static void reference_rate(bench_refs_t *refs, int S, int P, int L, const bench_cfg_t *base,
+                           int repeat, const struct micro_params *proto)
 {
-    for (int i = 0; i < *nrefs; i++)
-        if (refs[i].S == S && refs[i].P == P && refs[i].L == L)
-            return refs[i].rate;
+    const int key[BENCH_REF_KEYS] = {S, P, L};
+    if (bench_ref_get(refs, key) >= 0)
+        return;
     struct micro_params mp = *proto;
     mp.shared_lines = S;
     mp.private_lines = P;
     mp.local_work = L;
     mp.inject_fault = false;
     mp.via = VIA_LOCK; /* the limit is the work's, not the API path's */
-    bench_cfg_t cfg = *base;
-    cfg.threads = 1;
-    bench_result_t runs[REPORT_MAX_RUNS];
-    double best = 0;
-    for (int r = 0; r < repeat; r++) {
-        bench_run(&micro_workload, &mp, "tas", &cfg, &runs[r]);
-        if (runs[r].status == BENCH_OK && runs[r].seconds > 0) {
-            double rate = (double)runs[r].ops / runs[r].seconds;
-            if (rate > best)
-                best = rate;
-        }
+    bench_ref_put(refs, key, bench_single_rate(&micro_workload, &mp, base, repeat));
+}
+
+/* --via lock needs lock and unlock: refuse the kinds without them. */
+static int micro_check_via(const bench_lock_t *l, const void *ctx, char *err, size_t errlen)
+{
+    const int *via = ctx;
+    if (*via == VIA_LOCK && !(l->caps & BATON_CAP_LOCK)) {
+        snprintf(err, errlen,
+                 "--via lock: '%s' offers no lock/unlock (execute and delegate only); use --via "
+                 "auto or execute",
+                 l->spec);
+        return 1;
     }
-    refs[*nrefs] = (struct cell_ref){S, P, L, best};
-    (*nrefs)++;
-    return best;
+    return 0;
 }
 
 int cmd_bench_micro(int argc, char **argv);
@@ -338,89 +322,44 @@ int cmd_bench_micro(int argc, char **argv)
             return 2;
         }
     }
-    for (int i = 0; i < nthreads; i++)
-        if (threads[i] < 1) {
-            fprintf(stderr, "baton bench micro: thread counts must be at least 1\n");
-            return 2;
-        }
+    const char *via_name = via == VIA_LOCK      ? "lock"
+                           : via == VIA_EXECUTE ? "execute"
+                                                : "auto (lock, else execute)";
+    char tail[64];
+    snprintf(tail, sizeof tail, "; via %s", via_name);
+    const bench_cmd_t cmd = {.name = "micro", .locks = locks_arg, .threads = threads,
+                             .nthreads = nthreads, .duration_s = duration, .repeat = repeat,
+                             .pin = pin_arg, .header_tail = tail, .check = micro_check_via,
+                             .ctx = &via};
+    bench_setup_t b;
+    int rc = bench_cmd_setup(&cmd, &b);
+    if (rc != 0)
+        return rc;
+    const int nspecs = b.nspecs, cores = b.cores;
 
-    static char specs[MAX_LOCKS][BENCH_SPEC_MAX];
-    char err[1024];
-    int nspecs = bench_expand_locks(locks_arg, specs, MAX_LOCKS, err, sizeof err);
-    if (nspecs < 0) {
-        fprintf(stderr, "baton bench micro: %s\n", err);
-        return 2;
-    }
-    /* Validate every spec before measuring anything. */
-    (void)baton_calibration(); /* once, here: every child inherits it */
-    for (int i = 0; i < nspecs; i++) {
-        bench_lock_t l;
-        if (bench_lock_open(specs[i], &l, err, sizeof err) != 0) {
-            fprintf(stderr, "baton bench micro: %s\n", err);
-            return 2;
-        }
-        snprintf(specs[i], BENCH_SPEC_MAX, "%s", l.spec); /* canonical */
-        unsigned caps = l.caps;
-        bench_lock_close(&l);
-        if (via == VIA_LOCK && !(caps & BATON_CAP_LOCK)) {
-            fprintf(stderr,
-                    "baton bench micro: --via lock: '%s' offers no lock/unlock (execute and "
-                    "delegate only); use --via auto or execute\n",
-                    specs[i]);
-            return 2;
-        }
-    }
-
-    machine_t m;
-    machine_describe(&m, false);
-    int pin = topo_pin_parse(pin_arg);
-    int *order = calloc((size_t)(m.topo.ncpus > 0 ? m.topo.ncpus : 1), sizeof *order);
-    topo_pin_order(&m.topo, pin, order, m.topo.ncpus);
-    const int cores = m.topo.ncpus > 0 ? m.topo.ncpus : 1;
-    const double unit = bench_local_unit_ns();
-    printf("baton bench micro: %d lock(s), threads", nspecs);
-    for (int i = 0; i < nthreads; i++)
-        printf("%s%d", i ? "," : " ", threads[i]);
-    printf("; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = %.2f ns; via %s\n",
-           duration, repeat, pin_arg, cores, unit,
-           via == VIA_LOCK ? "lock" : via == VIA_EXECUTE ? "execute" : "auto (lock, else execute)");
-
-    bench_cfg_t base = {.duration_s = duration, .pin_policy = pin, .pin_order = pin ? order : NULL,
-                        .npin = m.topo.ncpus, .deadline_s = duration * 2 + 2};
     int cells = nS * nP * nL * nthreads;
     bench_record_t *recs = calloc((size_t)cells * (size_t)nspecs, sizeof *recs);
-    const bool progress = isatty(STDERR_FILENO);
     bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
-    static struct cell_ref refs[2 * MAX_LIST * MAX_LIST * MAX_LIST];
-    int nrefs = 0, nrecs = 0, failed = 0;
+    bench_refs_t refs = {0};
+    int nrecs = 0, failed = 0;
 
     for (int is = 0; is < nS; is++)
         for (int ip = 0; ip < nP; ip++)
             for (int il = 0; il < nL; il++) {
                 struct micro_params mp = {S[is], P[ip], L[il], fault, via};
-                double r1 = reference_rate(refs, &nrefs, S[is], P[ip], L[il], &base, repeat, &mp);
-                double r0 = L[il] ? reference_rate(refs, &nrefs, S[is], P[ip], 0, &base, repeat, &mp) : r1;
+                const int key[BENCH_REF_KEYS] = {S[is], P[ip], L[il]};
+                reference_rate(&refs, S[is], P[ip], L[il], &b.base, repeat, &mp);
+                reference_rate(&refs, S[is], P[ip], 0, &b.base, repeat, &mp);
                 for (int it = 0; it < nthreads; it++) {
                     bench_record_t *cell = &recs[nrecs];
-                    bench_cfg_t cfg = base;
+                    bench_cfg_t cfg = b.base;
                     cfg.threads = threads[it];
-                    /* Runs of different locks interleave, so slow drift of a
-                     * shared machine spreads over all of them. */
-                    for (int r = 0; r < repeat; r++)
-                        for (int k = 0; k < nspecs; k++) {
-                            if (progress)
-                                fprintf(stderr, "\r  S=%d P=%d L=%d N=%d run %d/%d %-28s", S[is], P[ip],
-                                        L[il], threads[it], r + 1, repeat, specs[k]);
-                            bench_run(&micro_workload, &mp, specs[k], &cfg, &runs[k * repeat + r]);
-                        }
-                    if (progress)
-                        fprintf(stderr, "\r%80s\r", "");
-                    double pthread_rate = 0;
+                    char label[64];
+                    snprintf(label, sizeof label, "S=%d P=%d L=%d", S[is], P[ip], L[il]);
+                    bench_cell_run(&micro_workload, &mp, "micro", b.specs, nspecs, &cfg, repeat, runs,
+                                   cell, label);
                     for (int k = 0; k < nspecs; k++) {
                         bench_record_t *rec = &cell[k];
-                        rec->bench = "micro";
-                        memcpy(rec->lock, specs[k], sizeof rec->lock);
-                        rec->threads = threads[it];
                         rec->nparams = 3;
                         rec->param_names[0] = "shared_lines";
                         rec->param_names[1] = "private_lines";
@@ -428,53 +367,14 @@ int cmd_bench_micro(int argc, char **argv)
                         rec->params[0] = S[is];
                         rec->params[1] = P[ip];
                         rec->params[2] = L[il];
-                        rec->extra_keys[BENCH_EXTRA_OPS_PER_SESSION] = "ops_per_session";
-                        rec->extra_labels[BENCH_EXTRA_OPS_PER_SESSION] = "ops/sess";
-                        rec->duration_s = duration;
-                        rec->nruns = repeat;
-                        bench_result_t *mine = &runs[k * repeat];
-                        for (int r = 0; r < repeat; r++)
-                            rec->runs_ops_per_s[r] =
-                                mine[r].seconds > 0 ? (double)mine[r].ops / mine[r].seconds : 0;
-                        rec->median = mine[bench_median(mine, repeat)];
-                        if (threads[it] == 1 && rec->median.status == BENCH_OK) {
-                            double rate = record_rate(rec);
-                            for (int q = 0; q < nrefs; q++)
-                                if (refs[q].S == S[is] && refs[q].P == P[ip] && refs[q].L == L[il] &&
-                                    rate > refs[q].rate)
-                                    refs[q].rate = rate;
-                        }
-                        if (!strcmp(specs[k], "pthread"))
-                            pthread_rate = record_rate(rec);
                     }
                     /* Limits use the best N=1 rates known so far. */
-                    for (int q = 0; q < nrefs; q++) {
-                        if (refs[q].S == S[is] && refs[q].P == P[ip] && refs[q].L == L[il])
-                            r1 = refs[q].rate;
-                        if (refs[q].S == S[is] && refs[q].P == P[ip] && refs[q].L == 0)
-                            r0 = refs[q].rate;
-                    }
-                    int eff = threads[it] < cores ? threads[it] : cores;
-                    double limit = eff * r1 < r0 ? eff * r1 : r0;
-                    double best = 0;
-                    for (int k = 0; k < nspecs; k++)
-                        if (record_rate(&cell[k]) > best)
-                            best = record_rate(&cell[k]);
-                    for (int k = 0; k < nspecs; k++) {
-                        bench_record_t *rec = &cell[k];
-                        rec->limit_ops_per_s = limit;
-                        rec->pthread_ops_per_s = pthread_rate;
-                        double ref = pthread_rate > 0 ? pthread_rate : best;
-                        rec->collapsed = rec->median.status == BENCH_TIMEOUT ||
-                                         (rec->median.status == BENCH_OK && record_rate(rec) < ref / 100);
-                        if (rec->median.status == BENCH_VERIFY_FAILED || rec->median.status == BENCH_CRASHED ||
-                            rec->median.status == BENCH_ERROR)
-                            failed++;
-                    }
+                    double limit = bench_cell_limit(&refs, key, cell, nspecs, threads[it], cores);
+                    failed += bench_cell_finish(cell, nspecs, limit);
                     char title[256];
                     snprintf(title, sizeof title,
                              "micro S=%d P=%d L=%d (%.0f ns), %d thread%s on %d CPUs; physical limit %.1f Mops/s",
-                             S[is], P[ip], L[il], L[il] * unit, threads[it], threads[it] > 1 ? "s" : "",
+                             S[is], P[ip], L[il], L[il] * b.unit_ns, threads[it], threads[it] > 1 ? "s" : "",
                              cores, limit / 1e6);
                     report_cell(stdout, cell, nspecs, title);
                     fflush(stdout);
@@ -482,23 +382,13 @@ int cmd_bench_micro(int argc, char **argv)
                 }
             }
 
-    if (json_path) {
-        char extra[128];
-        snprintf(extra, sizeof extra,
-                 "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"via\": \"%s\"", unit,
-                 pin_arg, repeat, via == VIA_LOCK ? "lock" : via == VIA_EXECUTE ? "execute" : "auto");
-        if (report_json(json_path, &m, extra, recs, nrecs) != 0) {
-            fprintf(stderr, "baton bench micro: cannot write %s: %s\n", json_path, strerror(errno));
-            failed++;
-        } else {
-            printf("\nwrote %s\n", json_path);
-        }
-    }
-    if (failed)
-        printf("\n%d result(s) FAILED verification or did not run: see the status column\n", failed);
+    char extra[128];
+    snprintf(extra, sizeof extra,
+             "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"via\": \"%s\"", b.unit_ns,
+             pin_arg, repeat, via == VIA_LOCK ? "lock" : via == VIA_EXECUTE ? "execute" : "auto");
+    rc = bench_cmd_finish(&b, json_path, extra, recs, nrecs, failed);
+    bench_refs_free(&refs);
     free(runs);
     free(recs);
-    free(order);
-    machine_free(&m);
-    return failed ? 1 : 0;
+    return rc;
 }

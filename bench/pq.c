@@ -37,14 +37,11 @@
  * a corrupted heap ends a walk with a mark, never an endless loop.
  */
 #include "bench.h"
-#include "machine.h"
 #include "report.h"
 #include "topo.h"
 
 #include <baton/atomic.h>
-#include <baton/wait.h>
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,24 +491,17 @@ static int pq_verify(void *state, const uint64_t *ops, int threads, bench_result
     return 0;
 }
 
-static void pq_extras(void *state, bench_lock_t *lock, bench_result_t *r)
-{
-    (void)state;
-    r->extra[BENCH_EXTRA_OPS_PER_SESSION] = bench_lock_ops_per_session(lock);
-}
-
 static const bench_workload_t pq_workload = {
     .name = "pq",
     .setup = pq_setup,
     .thread_main = pq_thread_main,
-    .extras = pq_extras,
+    .extras = bench_extras_ops_per_session,
     .verify = pq_verify,
     .teardown = pq_teardown,
 };
 
 /* --- the command ------------------------------------------------------------ */
 
-#define MAX_LOCKS 128
 #define MAX_LIST 32
 
 static const char pq_default_locks[] =
@@ -553,23 +543,28 @@ static const char *path_name(int path)
     }
 }
 
-struct pq_ref {
-    int L;
-    double rate;
-};
-
-static double pq_ref_rate(struct pq_ref *refs, int *nrefs, int L, const struct pq_params *proto,
-                          const bench_cfg_t *base, int repeat)
+/* How inserts and extracts reach the heap, for the locks that do not use
+ * baton_execute for both. */
+static void pq_describe(const bench_lock_t *l, const void *ctx)
 {
-    for (int i = 0; i < *nrefs; i++)
-        if (refs[i].L == L)
-            return refs[i].rate;
+    const bool *nd = ctx;
+    int ins, ext;
+    pq_paths(l, *nd, &ins, &ext);
+    if (ins != PATH_EXECUTE || ext != PATH_EXECUTE)
+        printf("  %-24s insert: %s; extract_min: %s\n", l->spec, path_name(ins), path_name(ext));
+}
+
+/* Measure the single-thread rate at local work L, unless known. */
+static void pq_ref_rate(bench_refs_t *refs, int L, const struct pq_params *proto,
+                        const bench_cfg_t *base, int repeat)
+{
+    const int key[BENCH_REF_KEYS] = {[BENCH_REF_L] = L};
+    if (bench_ref_get(refs, key) >= 0)
+        return;
     struct pq_params p = *proto;
     p.local_work = L;
     p.inject_fault = false;
-    double rate = bench_single_rate(&pq_workload, &p, base, repeat);
-    refs[(*nrefs)++] = (struct pq_ref){L, rate};
-    return rate;
+    bench_ref_put(refs, key, bench_single_rate(&pq_workload, &p, base, repeat));
 }
 
 int cmd_bench_pq(int argc, char **argv);
@@ -613,75 +608,39 @@ int cmd_bench_pq(int argc, char **argv)
             return 2;
         }
     }
-    for (int i = 0; i < nthreads; i++)
-        if (threads[i] < 1) {
-            fprintf(stderr, "baton bench pq: thread counts must be at least 1\n");
-            return 2;
-        }
-
-    static char specs[MAX_LOCKS][BENCH_SPEC_MAX];
-    char err[1024], skipped[1024];
-    int nspecs = bench_expand_locks(locks_arg ? locks_arg : pq_default_locks, specs, MAX_LOCKS, err,
-                                    sizeof err);
-    if (nspecs < 0) {
-        fprintf(stderr, "baton bench pq: %s\n", err);
-        return 2;
-    }
-    (void)baton_calibration(); /* once, here: every child inherits it */
-    nspecs = bench_check_specs(specs, nspecs, locks_arg == NULL, skipped, sizeof skipped, err,
-                               sizeof err);
-    if (nspecs <= 0) {
-        fprintf(stderr, "baton bench pq: %s\n", nspecs < 0 ? err : "none of the default locks opens");
-        return 2;
-    }
-
-    machine_t m;
-    machine_describe(&m, false);
-    int pin = topo_pin_parse(pin_arg);
-    int *order = calloc((size_t)(m.topo.ncpus > 0 ? m.topo.ncpus : 1), sizeof *order);
-    topo_pin_order(&m.topo, pin, order, m.topo.ncpus);
-    const int cores = m.topo.ncpus > 0 ? m.topo.ncpus : 1;
-    const double unit = bench_local_unit_ns();
-    printf("baton bench pq: %d lock(s), threads", nspecs);
-    for (int i = 0; i < nthreads; i++)
-        printf("%s%d", i ? "," : " ", threads[i]);
-    printf("; prefill %d%s; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = "
-           "%.2f ns\n",
-           prefill, nd ? "; ND (inserts wait)" : "", duration, repeat, pin_arg, cores, unit);
-    if (skipped[0])
-        printf("skipped (not in this build): %s\n", skipped);
-    for (int k = 0; k < nspecs; k++) {
-        bench_lock_t l;
-        if (bench_lock_open(specs[k], &l, err, sizeof err) != 0)
-            continue;
-        int ins, ext;
-        pq_paths(&l, nd, &ins, &ext);
-        if (ins != PATH_EXECUTE || ext != PATH_EXECUTE)
-            printf("  %-24s insert: %s; extract_min: %s\n", specs[k], path_name(ins), path_name(ext));
-        bench_lock_close(&l);
-    }
+    char header[64];
+    snprintf(header, sizeof header, "; prefill %d%s", prefill, nd ? "; ND (inserts wait)" : "");
+    const bench_cmd_t cmd = {.name = "pq", .locks = locks_arg, .default_locks = pq_default_locks,
+                             .threads = threads, .nthreads = nthreads, .duration_s = duration,
+                             .repeat = repeat, .pin = pin_arg, .header_params = header,
+                             .describe = pq_describe, .ctx = &nd};
+    bench_setup_t b;
+    int rc = bench_cmd_setup(&cmd, &b);
+    if (rc != 0)
+        return rc;
+    const int nspecs = b.nspecs, cores = b.cores;
     printf("  (every other lock: both through baton_execute; peers: lock, op, unlock)\n");
 
-    bench_cfg_t base = {.duration_s = duration, .pin_policy = pin, .pin_order = pin ? order : NULL,
-                        .npin = m.topo.ncpus, .deadline_s = duration * 2 + 2};
     bench_record_t *recs = calloc((size_t)nL * (size_t)nthreads * (size_t)nspecs, sizeof *recs);
     bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
-    static struct pq_ref refs[MAX_LIST + 1];
-    int nrefs = 0, nrecs = 0, failed = 0;
+    bench_refs_t refs = {0};
+    int nrecs = 0, failed = 0;
     struct pq_params proto = {0, prefill, nd, fault};
 
     for (int il = 0; il < nL; il++) {
         struct pq_params pp = proto;
         pp.local_work = L[il];
-        double r1 = pq_ref_rate(refs, &nrefs, L[il], &proto, &base, repeat);
-        double r0 = pq_ref_rate(refs, &nrefs, 0, &proto, &base, repeat);
+        const int key[BENCH_REF_KEYS] = {[BENCH_REF_L] = L[il]};
+        pq_ref_rate(&refs, L[il], &proto, &b.base, repeat);
+        pq_ref_rate(&refs, 0, &proto, &b.base, repeat);
         for (int it = 0; it < nthreads; it++) {
             bench_record_t *cell = &recs[nrecs];
-            bench_cfg_t cfg = base;
+            bench_cfg_t cfg = b.base;
             cfg.threads = threads[it];
             char label[64];
             snprintf(label, sizeof label, "pq L=%d", L[il]);
-            bench_cell_run(&pq_workload, &pp, "pq", specs, nspecs, &cfg, repeat, runs, cell, label);
+            bench_cell_run(&pq_workload, &pp, "pq", b.specs, nspecs, &cfg, repeat, runs, cell,
+                           label);
             for (int k = 0; k < nspecs; k++) {
                 bench_record_t *rec = &cell[k];
                 rec->nparams = 3;
@@ -691,27 +650,13 @@ int cmd_bench_pq(int argc, char **argv)
                 rec->params[0] = L[il];
                 rec->params[1] = prefill;
                 rec->params[2] = nd;
-                rec->extra_keys[BENCH_EXTRA_OPS_PER_SESSION] = "ops_per_session";
-                rec->extra_labels[BENCH_EXTRA_OPS_PER_SESSION] = "ops/sess";
-                /* The best single-thread rate of the run feeds the limit. */
-                if (threads[it] == 1 && rec->median.status == BENCH_OK)
-                    for (int q = 0; q < nrefs; q++)
-                        if (refs[q].L == L[il] && record_rate(rec) > refs[q].rate)
-                            refs[q].rate = record_rate(rec);
             }
-            for (int q = 0; q < nrefs; q++) {
-                if (refs[q].L == L[il])
-                    r1 = refs[q].rate;
-                if (refs[q].L == 0)
-                    r0 = refs[q].rate;
-            }
-            int eff = threads[it] < cores ? threads[it] : cores;
-            double limit = eff * r1 < r0 ? eff * r1 : r0;
+            double limit = bench_cell_limit(&refs, key, cell, nspecs, threads[it], cores);
             failed += bench_cell_finish(cell, nspecs, limit);
             char title[256];
             snprintf(title, sizeof title,
                      "pq L=%d (%.0f ns), prefill %d%s, %d thread%s on %d CPUs; physical limit %.2f Mops/s",
-                     L[il], L[il] * unit, prefill, nd ? ", ND" : "", threads[it],
+                     L[il], L[il] * b.unit_ns, prefill, nd ? ", ND" : "", threads[it],
                      threads[it] > 1 ? "s" : "", cores, limit / 1e6);
             report_cell(stdout, cell, nspecs, title);
             fflush(stdout);
@@ -719,23 +664,13 @@ int cmd_bench_pq(int argc, char **argv)
         }
     }
 
-    if (json_path) {
-        char extra[160];
-        snprintf(extra, sizeof extra,
-                 "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"prefill\": %d, \"nd\": %s",
-                 unit, pin_arg, repeat, prefill, nd ? "true" : "false");
-        if (report_json(json_path, &m, extra, recs, nrecs) != 0) {
-            fprintf(stderr, "baton bench pq: cannot write %s: %s\n", json_path, strerror(errno));
-            failed++;
-        } else {
-            printf("\nwrote %s\n", json_path);
-        }
-    }
-    if (failed)
-        printf("\n%d result(s) FAILED verification or did not run: see the status column\n", failed);
+    char extra[160];
+    snprintf(extra, sizeof extra,
+             "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"prefill\": %d, \"nd\": %s",
+             b.unit_ns, pin_arg, repeat, prefill, nd ? "true" : "false");
+    rc = bench_cmd_finish(&b, json_path, extra, recs, nrecs, failed);
+    bench_refs_free(&refs);
     free(runs);
     free(recs);
-    free(order);
-    machine_free(&m);
-    return failed ? 1 : 0;
+    return rc;
 }

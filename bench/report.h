@@ -45,24 +45,109 @@ const char *report_status(const bench_record_t *r);
 void report_cell(FILE *f, bench_record_t *recs, int n, const char *title);
 /* --- what the bench commands share ----------------------------------------- */
 
-/* Validate and canonicalise specs[0..n): open each one.  An explicit list
- * (optional == false) stops at the first that does not open: returns -1
- * with the message in err.  A default list (optional == true) drops those
- * instead and names them in `skipped` (", "-separated).  Returns the count
- * kept. */
-int bench_check_specs(char specs[][BENCH_SPEC_MAX], int n, bool optional, char *skipped,
-                      size_t skipped_len, char *err, size_t errlen);
+#define BENCH_MAX_LOCKS 128
+
+/* What a bench command's options hand to bench_cmd_setup(). */
+typedef struct bench_cmd {
+    const char *name;          /* "pq": messages begin "baton bench pq: " */
+    const char *locks;         /* --locks, or NULL for default_locks */
+    /* The command's default list: those of its locks that this build lacks
+     * are skipped with a note, where an explicit --locks must all open. */
+    const char *default_locks;
+    const int *threads;        /* --threads */
+    int nthreads;
+    double duration_s;
+    int repeat;
+    const char *pin;           /* --pin, already accepted by topo_pin_parse */
+    /* The header line's own text: `header_params` after the thread counts
+     * (e.g. "; prefill 100"), `header_tail` after the cost of a unit of
+     * local work (e.g. "; via lock"); NULL for none. */
+    const char *header_params;
+    const char *header_tail;
+    /* Optional: refuse a lock that opens but cannot run this command (0, or
+     * nonzero with a message in err).  Called on each lock in list order,
+     * so the first problem in the list is the one reported. */
+    int (*check)(const bench_lock_t *l, const void *ctx, char *err, size_t errlen);
+    /* Optional: after the header, called on each lock to say how the
+     * command will drive it (one line, or nothing). */
+    void (*describe)(const bench_lock_t *l, const void *ctx);
+    const void *ctx; /* for check and describe */
+} bench_cmd_t;
+
+/* What bench_cmd_setup() prepares for the measurements. */
+typedef struct bench_setup {
+    const char *name;
+    char (*specs)[BENCH_SPEC_MAX]; /* the canonical specs to measure */
+    int nspecs;
+    machine_t m;
+    int *order;     /* CPU per thread index, for the pin policy */
+    int cores;      /* CPUs (at least 1) */
+    double unit_ns; /* one unit of thread-local work */
+    bench_cfg_t base; /* duration, pinning and deadline; threads unset */
+} bench_setup_t;
+
+/* After option parsing: check the thread counts, expand and open every
+ * lock (canonicalising the specs), describe the machine, work out the pin
+ * order and the cost of local work, and print the header line (then the
+ * locks skipped, then what cmd->describe says of each lock).  Returns 0,
+ * or the exit status (2) after printing why; out then holds nothing to
+ * release. */
+int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out);
+
+/* At the end: write the JSON file if json_path (extra_json as in
+ * report_json), say how many results failed, release what setup took, and
+ * return the exit status (1 if anything failed, else 0). */
+int bench_cmd_finish(bench_setup_t *s, const char *json_path, const char *extra_json,
+                     const bench_record_t *recs, int nrecs, int failed);
 
 /* The best single-thread rate of `wl` with `params` on "tas" (the plain
  * mutex every physical limit is measured with), over `repeat` runs. */
 double bench_single_rate(const bench_workload_t *wl, const void *params, const bench_cfg_t *base,
                          int repeat);
 
+/* The `extras` hook of the workloads that report the operations per help
+ * session of delegation kinds (micro, pq, rw): fills
+ * r->extra[BENCH_EXTRA_OPS_PER_SESSION] from bench_lock_ops_per_session(). */
+void bench_extras_ops_per_session(void *state, bench_lock_t *lock, bench_result_t *r);
+
+/* The single-thread rates behind the cells' physical limits, one per set
+ * of workload parameters: a key of BENCH_REF_KEYS ints with the local work
+ * last (BENCH_REF_L), and 0 in the slots a workload does not use. */
+#define BENCH_REF_KEYS 3
+#define BENCH_REF_L (BENCH_REF_KEYS - 1)
+
+typedef struct bench_ref {
+    int key[BENCH_REF_KEYS];
+    double rate;
+} bench_ref_t;
+
+typedef struct bench_refs {
+    bench_ref_t *ref;
+    int n, cap;
+} bench_refs_t; /* zero-initialised: empty */
+
+/* The rate known for key, or -1 when none is yet. */
+double bench_ref_get(const bench_refs_t *refs, const int key[BENCH_REF_KEYS]);
+/* Remember `rate` (measured with bench_single_rate()) for key, which has
+ * none yet. */
+void bench_ref_put(bench_refs_t *refs, const int key[BENCH_REF_KEYS], double rate);
+void bench_refs_free(bench_refs_t *refs);
+
+/* The physical limit of `cell` (n records of `threads` threads on `cores`
+ * CPUs, run with the parameters of key).  A single-thread cell first raises
+ * key's rate to its best result (a lock may beat the reference kind).
+ * Critical sections run one at a time: no more than the rate without local
+ * work, and no more than key's rate per thread with a CPU of its own.
+ * Both rates must be known (bench_ref_put); a missing one counts as 0. */
+double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS],
+                        const bench_record_t *cell, int n, int threads, int cores);
+
 /* Run one cell: `repeat` rounds, each running every spec once (so slow
  * drift spreads over all of them), then fill recs[k] (bench name, lock,
- * threads, duration, runs, median, pthread rate) for each spec.  The caller
- * sets params, extras and the limit, then calls bench_cell_finish().
- * `label` is shown in the progress line. */
+ * threads, duration, runs, median, pthread rate, and the names of the
+ * ops-per-session extra when wl->extras is bench_extras_ops_per_session)
+ * for each spec.  The caller sets params and the limit, then calls
+ * bench_cell_finish().  `label` is shown in the progress line. */
 void bench_cell_run(const bench_workload_t *wl, const void *params, const char *bench,
                     char specs[][BENCH_SPEC_MAX], int nspecs, const bench_cfg_t *cfg, int repeat,
                     bench_result_t *runs, bench_record_t *recs, const char *label);

@@ -31,14 +31,11 @@
  * instead of overflowing; zero is zero modulo 2^32.
  */
 #include "bench.h"
-#include "machine.h"
 #include "report.h"
 #include "topo.h"
 
 #include <baton/atomic.h>
-#include <baton/wait.h>
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,24 +293,17 @@ static int rw_verify(void *state, const uint64_t *ops, int threads, bench_result
     return 0;
 }
 
-static void rw_extras(void *state, bench_lock_t *lock, bench_result_t *r)
-{
-    (void)state;
-    r->extra[BENCH_EXTRA_OPS_PER_SESSION] = bench_lock_ops_per_session(lock);
-}
-
 static const bench_workload_t rw_workload = {
     .name = "rw",
     .setup = rw_setup,
     .thread_main = rw_thread_main,
-    .extras = rw_extras,
+    .extras = bench_extras_ops_per_session,
     .verify = rw_verify,
     .teardown = rw_teardown,
 };
 
 /* --- the command ------------------------------------------------------------ */
 
-#define MAX_LOCKS 128
 #define MAX_LIST 32
 
 static const char rw_default_locks[] =
@@ -354,21 +344,23 @@ static const char *path_name(int path)
     }
 }
 
-struct rw_ref {
-    int reads, L;
-    double rate;
-};
-
-static double rw_ref_rate(struct rw_ref *refs, int *nrefs, int reads, int L,
-                          const bench_cfg_t *base, int repeat)
+/* How reads and writes reach the lock. */
+static void rw_describe(const bench_lock_t *l, const void *ctx)
 {
-    for (int i = 0; i < *nrefs; i++)
-        if (refs[i].reads == reads && refs[i].L == L)
-            return refs[i].rate;
+    (void)ctx;
+    int rd, wr;
+    rw_paths(l->caps, l->peer != NULL, &rd, &wr);
+    printf("  %-24s reads: %s; writes: %s\n", l->spec, path_name(rd), path_name(wr));
+}
+
+/* Measure the single-thread rate at (reads, L), unless known. */
+static void rw_ref_rate(bench_refs_t *refs, int reads, int L, const bench_cfg_t *base, int repeat)
+{
+    const int key[BENCH_REF_KEYS] = {reads, [BENCH_REF_L] = L};
+    if (bench_ref_get(refs, key) >= 0)
+        return;
     struct rw_params p = {reads, L, false};
-    double rate = bench_single_rate(&rw_workload, &p, base, repeat);
-    refs[(*nrefs)++] = (struct rw_ref){reads, L, rate};
-    return rate;
+    bench_ref_put(refs, key, bench_single_rate(&rw_workload, &p, base, repeat));
 }
 
 int cmd_bench_rw(int argc, char **argv);
@@ -416,72 +408,35 @@ int cmd_bench_rw(int argc, char **argv)
             return 2;
         }
     }
-    for (int i = 0; i < nthreads; i++)
-        if (threads[i] < 1) {
-            fprintf(stderr, "baton bench rw: thread counts must be at least 1\n");
-            return 2;
-        }
+    const bench_cmd_t cmd = {.name = "rw", .locks = locks_arg, .default_locks = rw_default_locks,
+                             .threads = threads, .nthreads = nthreads, .duration_s = duration,
+                             .repeat = repeat, .pin = pin_arg, .describe = rw_describe};
+    bench_setup_t b;
+    int rc = bench_cmd_setup(&cmd, &b);
+    if (rc != 0)
+        return rc;
+    const int nspecs = b.nspecs, cores = b.cores;
 
-    static char specs[MAX_LOCKS][BENCH_SPEC_MAX];
-    char err[1024], skipped[1024];
-    int nspecs = bench_expand_locks(locks_arg ? locks_arg : rw_default_locks, specs, MAX_LOCKS, err,
-                                    sizeof err);
-    if (nspecs < 0) {
-        fprintf(stderr, "baton bench rw: %s\n", err);
-        return 2;
-    }
-    (void)baton_calibration(); /* once, here: every child inherits it */
-    nspecs = bench_check_specs(specs, nspecs, locks_arg == NULL, skipped, sizeof skipped, err,
-                               sizeof err);
-    if (nspecs <= 0) {
-        fprintf(stderr, "baton bench rw: %s\n", nspecs < 0 ? err : "none of the default locks opens");
-        return 2;
-    }
-
-    machine_t m;
-    machine_describe(&m, false);
-    int pin = topo_pin_parse(pin_arg);
-    int *order = calloc((size_t)(m.topo.ncpus > 0 ? m.topo.ncpus : 1), sizeof *order);
-    topo_pin_order(&m.topo, pin, order, m.topo.ncpus);
-    const int cores = m.topo.ncpus > 0 ? m.topo.ncpus : 1;
-    const double unit = bench_local_unit_ns();
-    printf("baton bench rw: %d lock(s), threads", nspecs);
-    for (int i = 0; i < nthreads; i++)
-        printf("%s%d", i ? "," : " ", threads[i]);
-    printf("; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = %.2f ns\n",
-           duration, repeat, pin_arg, cores, unit);
-    if (skipped[0])
-        printf("skipped (not in this build): %s\n", skipped);
-    for (int k = 0; k < nspecs; k++) {
-        bench_lock_t l;
-        if (bench_lock_open(specs[k], &l, err, sizeof err) != 0)
-            continue;
-        int rd, wr;
-        rw_paths(l.caps, l.peer != NULL, &rd, &wr);
-        printf("  %-24s reads: %s; writes: %s\n", specs[k], path_name(rd), path_name(wr));
-        bench_lock_close(&l);
-    }
-
-    bench_cfg_t base = {.duration_s = duration, .pin_policy = pin, .pin_order = pin ? order : NULL,
-                        .npin = m.topo.ncpus, .deadline_s = duration * 2 + 2};
     bench_record_t *recs =
         calloc((size_t)nR * (size_t)nL * (size_t)nthreads * (size_t)nspecs, sizeof *recs);
     bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
-    static struct rw_ref refs[2 * MAX_LIST * MAX_LIST];
-    int nrefs = 0, nrecs = 0, failed = 0;
+    bench_refs_t refs = {0};
+    int nrecs = 0, failed = 0;
 
     for (int ir = 0; ir < nR; ir++)
         for (int il = 0; il < nL; il++) {
             struct rw_params rp = {R[ir], L[il], fault};
-            double r1 = rw_ref_rate(refs, &nrefs, R[ir], L[il], &base, repeat);
-            double r0 = rw_ref_rate(refs, &nrefs, R[ir], 0, &base, repeat);
+            const int key[BENCH_REF_KEYS] = {R[ir], [BENCH_REF_L] = L[il]};
+            rw_ref_rate(&refs, R[ir], L[il], &b.base, repeat);
+            rw_ref_rate(&refs, R[ir], 0, &b.base, repeat);
             for (int it = 0; it < nthreads; it++) {
                 bench_record_t *cell = &recs[nrecs];
-                bench_cfg_t cfg = base;
+                bench_cfg_t cfg = b.base;
                 cfg.threads = threads[it];
                 char label[64];
                 snprintf(label, sizeof label, "rw reads=%d%% L=%d", R[ir], L[il]);
-                bench_cell_run(&rw_workload, &rp, "rw", specs, nspecs, &cfg, repeat, runs, cell, label);
+                bench_cell_run(&rw_workload, &rp, "rw", b.specs, nspecs, &cfg, repeat, runs, cell,
+                               label);
                 for (int k = 0; k < nspecs; k++) {
                     bench_record_t *rec = &cell[k];
                     rec->nparams = 2;
@@ -489,32 +444,16 @@ int cmd_bench_rw(int argc, char **argv)
                     rec->param_names[1] = "local_work";
                     rec->params[0] = R[ir];
                     rec->params[1] = L[il];
-                    rec->extra_keys[BENCH_EXTRA_OPS_PER_SESSION] = "ops_per_session";
-                    rec->extra_labels[BENCH_EXTRA_OPS_PER_SESSION] = "ops/sess";
-                    if (threads[it] == 1 && rec->median.status == BENCH_OK)
-                        for (int q = 0; q < nrefs; q++)
-                            if (refs[q].reads == R[ir] && refs[q].L == L[il] &&
-                                record_rate(rec) > refs[q].rate)
-                                refs[q].rate = record_rate(rec);
-                }
-                for (int q = 0; q < nrefs; q++) {
-                    if (refs[q].reads != R[ir])
-                        continue;
-                    if (refs[q].L == L[il])
-                        r1 = refs[q].rate;
-                    if (refs[q].L == 0)
-                        r0 = refs[q].rate;
                 }
                 /* As for pq: critical sections taken one at a time.  Readers
                  * may overlap, so a readers-writer lock can pass 100%. */
-                int eff = threads[it] < cores ? threads[it] : cores;
-                double limit = eff * r1 < r0 ? eff * r1 : r0;
+                double limit = bench_cell_limit(&refs, key, cell, nspecs, threads[it], cores);
                 failed += bench_cell_finish(cell, nspecs, limit);
                 char title[256];
                 snprintf(title, sizeof title,
                          "rw reads=%d%% L=%d (%.0f ns), %d thread%s on %d CPUs; physical limit %.2f "
                          "Mops/s (serialised sections; readers in parallel may pass it)",
-                         R[ir], L[il], L[il] * unit, threads[it], threads[it] > 1 ? "s" : "", cores,
+                         R[ir], L[il], L[il] * b.unit_ns, threads[it], threads[it] > 1 ? "s" : "", cores,
                          limit / 1e6);
                 report_cell(stdout, cell, nspecs, title);
                 fflush(stdout);
@@ -522,22 +461,12 @@ int cmd_bench_rw(int argc, char **argv)
             }
         }
 
-    if (json_path) {
-        char extra[128];
-        snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d", unit,
-                 pin_arg, repeat);
-        if (report_json(json_path, &m, extra, recs, nrecs) != 0) {
-            fprintf(stderr, "baton bench rw: cannot write %s: %s\n", json_path, strerror(errno));
-            failed++;
-        } else {
-            printf("\nwrote %s\n", json_path);
-        }
-    }
-    if (failed)
-        printf("\n%d result(s) FAILED verification or did not run: see the status column\n", failed);
+    char extra[128];
+    snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d", b.unit_ns,
+             pin_arg, repeat);
+    rc = bench_cmd_finish(&b, json_path, extra, recs, nrecs, failed);
+    bench_refs_free(&refs);
     free(runs);
     free(recs);
-    free(order);
-    machine_free(&m);
-    return failed ? 1 : 0;
+    return rc;
 }
