@@ -6,7 +6,8 @@
  *   baton_delegate(l, fn, &args, sizeof args); // detached: args are copied
  *   baton_lock_free(l);
  *
- * Spec grammar:   kind[:wait][,key=value]...
+ * Spec grammar:   kind[:wait][,key=value]...   or, for wrapper kinds,
+ *                 kind(<inner spec>)[,key=value]...   e.g. "rw(mcs:spinpark)"
  *   kind   one of the registered kinds (baton_kinds() lists them)
  *   wait   spin | backoff | yield | park | spinpark | monitor | auto
  *          (only for kinds that take a wait policy; default per kind)
@@ -28,13 +29,28 @@
  *                          every kind when check=1.  For the others, unlocking
  *                          a lock you do not hold is undefined, as with a
  *                          PTHREAD_MUTEX_NORMAL mutex.
- *   baton_lock_free EBUSY  the lock is held; nothing is freed.
- *   baton_delegate EINVAL  args larger than BATON_ARGS_MAX.
+ *   baton_lock_free EBUSY  the lock is held; nothing is freed.  Freeing a
+ *                          delegation lock first runs every operation it
+ *                          accepted (also from threads that have exited).
+ *   baton_delegate EINVAL  args larger than BATON_ARGS_MAX (never copied
+ *                          out of line: pass a pointer instead).
+ *   baton_execute, baton_delegate  EDEADLK  called from inside one of the
+ *                          same lock's critical sections (it would wait for
+ *                          itself); reported by every kind, in every build.
+ *   baton_lock/trylock/unlock  ENOTSUP  on kinds that offer execute and
+ *                          delegate only (rcl, ccsynch: caps lack
+ *                          BATON_CAP_LOCK).
  *
  * Thread safety.  All calls may be made from any thread.  A thread may hold
  * many locks at once and release them in any order.  Locks are not
  * recursive: locking a lock you hold deadlocks (reported as EDEADLK by
  * baton_lock/baton_execute when check=1).
+ *
+ * Order.  Operations on one lock run in the order they were accepted, and
+ * each thread's operations in its program order.  On kinds with
+ * BATON_CAP_DETACH baton_delegate returns once the operation is accepted
+ * (queued, or taken by a server) and runs it later on another thread; on
+ * the others it has run when the call returns.
  *
  * Fairness is per kind: FIFO kinds (caps has BATON_CAP_FIFO) grant the lock
  * in arrival order; relay is fair over windows longer than its slice; tas,

@@ -180,8 +180,8 @@ static inline int self_deadlock(baton_lock_t *l, const char *what)
             atomic_load_explicit(&l->owner, memory_order_relaxed) != baton_self_token())
             return 0;
     }
-    return baton_fail(EDEADLK, "%s on lock '%s' from inside one of its own critical sections "
-                               "(it would wait for itself)", what, l->spec);
+    return baton_fail(EDEADLK, "%s on lock '%s' by a thread that holds it or is running one of "
+                               "its critical sections (it would wait for itself)", what, l->spec);
 }
 
 static int run_locked(baton_lock_t *l, baton_fn fn, void *ctx)
