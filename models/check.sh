@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# check.sh - model-check the QD and RCL protocol models with spin.
+# check.sh - model-check the QD (with its resident helper) and RCL protocol
+# models with spin.
 #
 # Each check generates a verifier (spin -a), compiles it (gcc -O2) and runs
 # it in a temporary directory.  A check either must pass (no error, complete
@@ -45,6 +46,17 @@ checks=(
   "qd/BUG_FLUSH_EARLY|qd.pml|fail:assertion violated|-DBUG_FLUSH_EARLY|-m200000 -w21|"
   "qd/BUG_CLOSE_STORE|qd.pml|fail:assertion violated|-DBUG_CLOSE_STORE|-m200000 -w21|"
   "qd/live+BUG_FLUSH_EARLY|qd.pml|fail:acceptance cycle|-DLIVE -DBUG_FLUSH_EARLY|-A -m200000 -w21|"
+  "qdr/base|qd_resident.pml|pass||-m200000 -w22|1 2 3 4 5 6 7 8 9 10 11 12 13"
+  "qdr/help_limit=16|qd_resident.pml|pass|-DHELP_LIMIT=16|-m200000 -w22|1 2 3 4 5 6 7 8 9 10 11 12"
+  "qdr/retries=0|qd_resident.pml|pass|-DRETRIES=0|-m200000 -w21|1 2 3 4 5 6 7 8 9 10 11 12 13"
+  "qdr/size=4|qd_resident.pml|pass|-DSIZE=4|-m200000 -w22|1 2 3 4 5 6 7 8 9 10 11 12 13"
+  "qdr/all-execute|qd_resident.pml|pass|-DALL_EXECUTE|-m200000 -w22|1 2 3 4 5 6 7 8 10 11 12 13"
+  "qdr/2-plain|qd_resident.pml|pass|-DNPLAIN=2|-m200000 -w24|1 2 3 4 5 6 7 8 9 10 11 12 13"
+  "qdr/BUG_NO_RECHECK|qd_resident.pml|fail:assertion violated .nrun==tick.|-DBUG_NO_RECHECK|-m200000 -w21|"
+  "qdr/BUG_NO_RECHECK,-A|qd_resident.pml|fail:invalid end state|-DBUG_NO_RECHECK|-A -m200000 -w21|"
+  "qdr/BUG_STEAL_NO_DRAIN|qd_resident.pml|fail:assertion violated|-DBUG_STEAL_NO_DRAIN|-m200000 -w21|"
+  "qdr/BUG_LOCK_NO_STEAL|qd_resident.pml|fail:invalid end state|-DBUG_LOCK_NO_STEAL|-m200000 -w21|"
+  "qdr/BUG_REENTER_OWN_FIRST|qd_resident.pml|fail:assertion violated .nrun>=tinv.|-DBUG_REENTER_OWN_FIRST|-m200000 -w21|"
   "rcl/base|rcl.pml|pass||-m200000 -w20|1 2 3 4 5"
   "rcl/post=1|rcl.pml|pass|-DPOST1|-m200000 -w20|1 2 3 4 5 6"
   "rcl/live|rcl.pml|live|-DLIVE|-m200000 -w20|"

@@ -121,7 +121,11 @@ void qd_core_stats(qd_core_t *c, baton_stats_t *out)
  *  - Re-entering: CAS token|AWAY -> token (acquire: pairs with the release
  *    of the store that went away, or fails if stolen); run what was
  *    accepted while away first (it was accepted earlier), then the own
- *    operation.
+ *    operation.  Its linearization point is the re-entry's first look at the
+ *    counter: the first pass of qdt_help runs everything reserved before
+ *    that look (the help limit is only checked between passes, and a
+ *    resident never goes away with the limit reached), and entries accepted
+ *    later may run after the own operation.
  *  - lock()/trylock(), the forced path and destroy take an AWAY session
  *    over the same way (ending it, keeping the mutex), and never park while
  *    a resident holds the mutex: a resident that is away wakes no one.
