@@ -56,7 +56,8 @@ static int cmd_kinds(void)
     printf("\nwait policies: ");
     for (unsigned w = 0; w < BATON_WAIT_KINDS; w++)
         printf("%s, ", baton_wait_policy_name(w));
-    printf("auto\nspec grammar: kind[:wait][,key=value...], e.g. relay:spinpark,slice_us=100\n");
+    printf("auto\nspec grammar: kind[:wait][,key=value...], e.g. relay:spinpark,slice_us=100;\n"
+           "              wrappers: kind(<inner spec>)[,key=value...], e.g. rw(mcs:spinpark)\n");
     const bench_peer_t *p;
     size_t np = bench_peers(&p);
     printf("\npeers in this build (baton bench only):\n");
