@@ -131,7 +131,9 @@ BATON_API int baton_delegate(baton_lock_t *lock, baton_fn fn, const void *args, 
 /* Futures: a detached operation that promises to finish.  The operation
  * writes its results wherever its arguments point (a field of the caller's
  * context, say); the future says when it has run.  A future must stay alive
- * (not be reused or go out of scope) until baton_future_wait() returns.
+ * (not be reused or go out of scope) until baton_future_wait() returns, and
+ * may be waited on (by any thread) only once baton_delegate_future() has
+ * returned.
  *
  *   struct pop_args { heap_t *h; int *out; } a = { h, &v };
  *   baton_future_t f;

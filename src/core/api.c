@@ -224,7 +224,7 @@ static int delegate_common(baton_lock_t *l, baton_fn fn, const void *args, size_
         memcpy(copy, args, size);
     rc = run_locked(l, fn, copy);
     if (f)
-        baton_future_complete(f, rc);
+        baton_future_complete_own(f, rc); /* ran in this call: nobody waits yet */
     return rc;
 }
 
@@ -239,7 +239,7 @@ int baton_delegate_future(baton_lock_t *l, baton_fn fn, const void *args, size_t
     baton_future_prepare(f, &l->fwait);
     int rc = delegate_common(l, fn, args, size, f);
     if (rc != 0 && !baton_future_ready(f))
-        baton_future_complete(f, rc); /* refused: ready at once, so waiting never hangs */
+        baton_future_complete_own(f, rc); /* refused: ready at once, so waiting never hangs */
     return rc;
 }
 

@@ -68,6 +68,15 @@ static inline void baton_future_complete(baton_future_t *f, int status)
     baton_wait_store(&w, &f->state, 1u);
 }
 
+/* Mark f ready when no thread can be waiting on it yet: the operation ran
+ * inside the call that prepared f (the caller ran it itself), so no waiter
+ * can have parked.  Release: pairs with the acquire of the later wait. */
+static inline void baton_future_complete_own(baton_future_t *f, int status)
+{
+    f->status = status;
+    baton_store(&f->state, 1u, memory_order_release);
+}
+
 /* Run fn(ctx) as the operation of `lock` (frame pushed), then complete f if
  * there is one. */
 static inline void baton_run_op(const void *lock, baton_fn fn, void *ctx, baton_future_t *f)

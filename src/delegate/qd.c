@@ -330,7 +330,7 @@ static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psi
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
     fn(qd_own_ctx(payload, psize, flags, copy));
     if (f && !(flags & QD_F_OWN))
-        baton_future_complete(f, 0);
+        baton_future_complete_own(f, 0); /* our own operation: nobody waits yet */
     l->helped++;
     qdt_help(l);
     qdt_leave(l, token);

@@ -270,7 +270,7 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
         hooks->after_open(hooks->arg);
     fn(ctx);
     if (f)
-        baton_future_complete(f, 0);
+        baton_future_complete_own(f, 0); /* our own operation: nobody waits yet */
     uint64_t helped = 1, done = 0;
     const uint64_t size = q->size;
     for (;;) {
