@@ -267,18 +267,29 @@ int main(int argc, char **argv)
         }
     }
     /* Options that change a protocol get runs of their own. */
-    static const char *const extra[] = {"qd,tenure_us=50", "qd:park,tenure_us=20",
-                                        "qd,queue=256,help_limit=3", "qd,retries=0,pad=1,cas=1"};
+    static const struct {
+        const char *kind, *spec;
+    } extra[] = {
+        {"qd", "qd,tenure_us=50"},
+        {"qd", "qd:park,tenure_us=20"},
+        {"qd", "qd,queue=256,help_limit=3"},
+        {"qd", "qd,retries=0,pad=1,cas=1"},
+        {"hqd", "hqd,groups=2"}, /* more than one group, whatever the machine */
+        {"hqd", "hqd:park,groups=3,help_limit=2"},
+        {"mrqd", "mrqd,readers=1,read_patience=1"},
+        {"rcl", "rcl,post=1"},
+        {"rcl", "rcl,server=1,idle_us=1"},
+    };
     for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++) {
-        if (!in_list(kinds, "qd"))
+        if (!in_list(kinds, extra[e].kind))
             continue;
         for (int t = 0; t < nthreads; t++) {
             harness_result_t r;
-            if (harness_run(&harness_baton_ops, extra[e], threads[t], millis, &r) != 0) {
+            if (harness_run(&harness_baton_ops, extra[e].spec, threads[t], millis, &r) != 0) {
                 failures++;
                 continue;
             }
-            print(extra[e], threads[t], &r);
+            print(extra[e].spec, threads[t], &r);
             runs++;
             failures += harness_failures(&r) > 0 || r.ops < (uint64_t)threads[t];
         }

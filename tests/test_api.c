@@ -325,7 +325,7 @@ static void test_readers(const baton_kind_info_t *k)
 /* After fork the child can use the locks (servers re-created). */
 static void test_fork(void)
 {
-    const char *specs[] = {"qd",      "qd,tenure_us=100", "mrqd", "hqd",  "rcl",
+    const char *specs[] = {"qd",      "qd,tenure_us=100", "mrqd", "hqd,groups=2", "rcl",
                            "fc",      "ccsynch",          "rw(mcs)", "mcs", "relay"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         baton_lock_t *l = baton_lock_new(specs[i]);
