@@ -3,7 +3,8 @@
 # Debian or Ubuntu, when it is missing.  Only the missing packages are
 # installed; nothing happens when everything is present.
 #
-#   tools/deps.sh          build and test tools (cmake, ninja, gcc, clang)
+#   tools/deps.sh          build and test tools (cmake, ninja, gcc, clang, and
+#                          spin for the protocol models)
 #   tools/deps.sh --bench  also the peer lock libraries the bench compares
 #                          against (Concurrency Kit, Abseil, oneTBB, g++)
 set -euo pipefail
