@@ -14,8 +14,8 @@ size_t baton_registry_names(char *buf, size_t size);
 int baton_spec_parse(const char *spec, const baton_kind_t **kind, baton_opts_t *opts,
                      char *canon, size_t canon_size);
 
-/* Is the lock held?  (The kind's is_locked; a racy, relaxed look: the
- * caller orders it, e.g. with a fence.)  Internal: used by rw(<kind>). */
+/* Is the lock held?  (The kind's is_locked: a racy, relaxed look, for
+ * is_locked of wrapper kinds.)  Internal: used by rw(<kind>). */
 int baton_is_locked(baton_lock_t *lock);
 
 #endif

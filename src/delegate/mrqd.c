@@ -31,33 +31,20 @@ static void wait_readers(void *arg)
 {
     mrqd_lock_t *l = arg;
     ri_writer_mark(&l->qd.mutex.word);
-    baton_waiter_t w;
-    baton_waiter_init(&w, &l->qd.wait);
-    while (ri_query(&l->readers))
-        if (!baton_waiter_pause(&w, NULL, 0))
-            sched_yield(); /* readers leave on their own; nobody wakes us */
-}
-
-static void hold_back_for_readers(mrqd_lock_t *l)
-{
-    /* Relaxed: the barrier is advisory (starvation avoidance), not part of
-     * mutual exclusion. */
-    unsigned tries = 0;
-    while (baton_load(&l->write_barrier, memory_order_relaxed) != 0)
-        qd_retry_pause(tries++);
+    ri_wait_empty(&l->readers, &l->qd.wait);
 }
 
 static int mrqd_execute(void *s, baton_fn fn, void *ctx)
 {
     mrqd_lock_t *l = s;
-    hold_back_for_readers(l);
+    ri_hold_back(&l->write_barrier);
     return qd_submit_wait(&l->qd, l, &l->hooks, fn, ctx);
 }
 
 static int mrqd_delegate(void *s, baton_fn fn, const void *args, size_t size, baton_future_t *f)
 {
     mrqd_lock_t *l = s;
-    hold_back_for_readers(l);
+    ri_hold_back(&l->write_barrier);
     qd_submit(&l->qd, l, &l->hooks, fn, args, size, 0, f);
     return 0;
 }

@@ -79,6 +79,33 @@ static inline void ri_writer_mark(_Atomic uint32_t *word)
     (void)baton_fetch_add(word, 0u, memory_order_seq_cst);
 }
 
+/* The writer's wait, after its mark (ri_writer_mark or its own seq_cst
+ * RMW): until no reader is inside.  Readers leave on their own and wake no
+ * one, so once the policy would park the writer yields instead. */
+static inline void ri_wait_empty(const ri_t *r, const baton_wait_t *wait)
+{
+    baton_waiter_t w;
+    baton_waiter_init(&w, wait);
+    while (ri_query(r))
+        if (!baton_waiter_pause(&w, NULL, 0))
+            sched_yield();
+}
+
+/* A writer's wait at the write barrier a patient reader raised (advisory:
+ * relaxed loads; starvation avoidance, not mutual exclusion): spin a
+ * little, then yield. */
+static inline void ri_hold_back(_Atomic uint32_t *write_barrier)
+{
+    for (unsigned tries = 0; baton_load(write_barrier, memory_order_relaxed) != 0; tries++) {
+        if (tries < 4u) {
+            for (unsigned i = 0; i < (8u << tries); i++)
+                baton_cpu_relax();
+        } else {
+            sched_yield();
+        }
+    }
+}
+
 /* A reader's entry, the same in every writer-preference lock built on the
  * indicator: arrive, look at the writer's word (nonzero: a writer holds or
  * is taking the lock); if a writer is there, depart and wait until the word

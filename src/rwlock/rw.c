@@ -35,21 +35,13 @@ static void wait_readers(rw_lock_t *l)
 {
     /* seq_cst RMW: the writer's half of the Dekker pattern (indicator.h). */
     baton_xchg(&l->writer, 1u, memory_order_seq_cst);
-    baton_waiter_t w;
-    baton_waiter_init(&w, &l->pause);
-    while (ri_query(&l->readers))
-        if (!baton_waiter_pause(&w, NULL, 0))
-            sched_yield(); /* readers leave on their own; nobody wakes us */
+    ri_wait_empty(&l->readers, &l->pause);
 }
 
 static void k_lock(void *s)
 {
     rw_lock_t *l = s;
-    unsigned tries = 0;
-    /* Relaxed: the barrier is advisory (starvation avoidance). */
-    while (baton_load(&l->write_barrier, memory_order_relaxed) != 0)
-        if (tries++ > 16)
-            sched_yield();
+    ri_hold_back(&l->write_barrier);
     (void)baton_lock(l->inner);
     wait_readers(l);
     baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_unlock() */
