@@ -249,6 +249,17 @@ static bool qdt_steal(qd_lock_t *l, uintptr_t seen, uintptr_t token)
            baton_cas(&l->resident, &seen, token, memory_order_acquire, memory_order_relaxed);
 }
 
+/* We took an away session over (qdt_steal): run what it accepted and end
+ * it, keeping the mutex if `keep` (lock() and trylock take it). */
+static void qdt_take_over(qd_lock_t *l, bool keep)
+{
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, l);
+    qdt_help(l);
+    qdt_end(l, keep);
+    baton_cs_leave(&frame);
+}
+
 /* After an enqueue: make sure an away resident does not sit on it. */
 static void qdt_after_enqueue(qd_lock_t *l, uintptr_t token)
 {
@@ -263,13 +274,8 @@ static void qdt_after_enqueue(qd_lock_t *l, uintptr_t token)
         if (baton_load(&l->resident, memory_order_relaxed) != r)
             return;
     }
-    if (!qdt_steal(l, r, token))
-        return;
-    baton_cs_frame_t frame;
-    baton_cs_enter(&frame, l);
-    qdt_help(l);
-    qdt_end(l, false);
-    baton_cs_leave(&frame);
+    if (qdt_steal(l, r, token))
+        qdt_take_over(l, false);
 }
 
 /* Take the mutex for lock() or the forced path: like baton_ttas_lock, but
@@ -286,11 +292,7 @@ static void qdt_lock(qd_lock_t *l)
         /* seq_cst: as in qdt_after_enqueue. */
         uintptr_t r = baton_load(&l->resident, memory_order_seq_cst);
         if (qdt_steal(l, r, token)) {
-            baton_cs_frame_t frame;
-            baton_cs_enter(&frame, l);
-            qdt_help(l);
-            qdt_end(l, true);
-            baton_cs_leave(&frame);
+            qdt_take_over(l, true);
             return;
         }
         if (!baton_waiter_pause(&w, NULL, 0))
@@ -382,13 +384,8 @@ static int k_destroy(void *s)
     /* An away resident holds the mutex: end its session first (runs what
      * it accepted).  seq_cst: as in qdt_after_enqueue. */
     uintptr_t r = baton_load(&l->resident, memory_order_seq_cst);
-    if (qdt_steal(l, r, baton_self_token())) {
-        baton_cs_frame_t frame;
-        baton_cs_enter(&frame, l);
-        qdt_help(l);
-        qdt_end(l, false);
-        baton_cs_leave(&frame);
-    }
+    if (qdt_steal(l, r, baton_self_token()))
+        qdt_take_over(l, false);
     return qd_core_destroy(&l->core);
 }
 
@@ -412,11 +409,7 @@ static int k_trylock(void *s)
      * qdt_after_enqueue. */
     const uintptr_t token = baton_self_token();
     if (l->tenure_ns && qdt_steal(l, baton_load(&l->resident, memory_order_seq_cst), token)) {
-        baton_cs_frame_t frame;
-        baton_cs_enter(&frame, l);
-        qdt_help(l);
-        qdt_end(l, true);
-        baton_cs_leave(&frame);
+        qdt_take_over(l, true);
         return 0;
     }
     return EBUSY;
