@@ -1,6 +1,7 @@
 /* thread.c - the node arena and per-thread pools (see thread.h). */
 #include "thread.h"
 #include "error.h"
+#include "syslock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -20,7 +21,7 @@ static _Atomic(baton_qnode_t *) dir[DIR_CHUNKS];
 static uint32_t next_index;                   /* under arena_mutex */
 static baton_qnode_t *free_nodes;             /* under arena_mutex */
 static baton_qnode_t *free_monitors;          /* under arena_mutex */
-static pthread_mutex_t arena_mutex = PTHREAD_MUTEX_INITIALIZER;
+static baton_syslock_t arena_mutex = BATON_SYSLOCK_INIT;
 
 _Thread_local baton_thread_state_t *baton_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
@@ -68,7 +69,7 @@ static baton_qnode_t *arena_take(baton_qnode_t **list)
 static void thread_exit(void *arg)
 {
     baton_thread_state_t *ts = arg;
-    pthread_mutex_lock(&arena_mutex);
+    baton_syslock_lock(&arena_mutex);
     while (ts->pool) {
         baton_qnode_t *n = ts->pool;
         ts->pool = n->pool_next;
@@ -79,7 +80,7 @@ static void thread_exit(void *arg)
         ts->monitor->pool_next = free_monitors;
         free_monitors = ts->monitor;
     }
-    pthread_mutex_unlock(&arena_mutex);
+    baton_syslock_unlock(&arena_mutex);
     free(ts);
     baton_tls = NULL;
 }
@@ -115,9 +116,9 @@ baton_qnode_t *baton_qnode_get_slow(void)
     if (n != NULL) {
         ts->pool = n->pool_next;
     } else {
-        pthread_mutex_lock(&arena_mutex);
+        baton_syslock_lock(&arena_mutex);
         n = arena_take(&free_nodes);
-        pthread_mutex_unlock(&arena_mutex);
+        baton_syslock_unlock(&arena_mutex);
     }
     n->pool_next = NULL;
     atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
@@ -129,8 +130,8 @@ baton_qnode_t *baton_thread_monitor_slow(void)
     baton_thread_state_t *ts = baton_thread_state_slow();
     if (ts->monitor != NULL)
         return ts->monitor;
-    pthread_mutex_lock(&arena_mutex);
+    baton_syslock_lock(&arena_mutex);
     ts->monitor = arena_take(&free_monitors);
-    pthread_mutex_unlock(&arena_mutex);
+    baton_syslock_unlock(&arena_mutex);
     return ts->monitor;
 }

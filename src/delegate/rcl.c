@@ -61,6 +61,7 @@
  */
 #include "delegate.h"
 #include "slots.h"
+#include "../core/syslock.h"
 #include "../core/error.h"
 #include "../locks/kind.h"
 
@@ -143,7 +144,7 @@ struct rcl_server {
 
 /* The server table, chunk appends and thread (re)starts: one mutex, which
  * the fork handlers also take so a child never inherits it half-updated. */
-static pthread_mutex_t table_mutex = PTHREAD_MUTEX_INITIALIZER;
+static baton_syslock_t table_mutex = BATON_SYSLOCK_INIT;
 static rcl_server_t *servers[RCL_SERVERS];
 static _Atomic uint32_t fork_gen; /* bumped in every forked child */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -356,7 +357,7 @@ static void *mb_make(baton_slot_owner_t *o)
 {
     rcl_server_t *s = (rcl_server_t *)((char *)o - offsetof(rcl_server_t, slots));
     rcl_mailbox_t *mb = NULL;
-    pthread_mutex_lock(&table_mutex);
+    baton_syslock_lock(&table_mutex);
     /* Relaxed: appends happen under table_mutex, which we hold. */
     const uint32_t n = baton_load(&s->nchunks, memory_order_relaxed);
     rcl_chunk_t *c = s->head;
@@ -402,7 +403,7 @@ static void *mb_make(baton_slot_owner_t *o)
          * before our first POSTED store in it. */
         baton_store(&s->nchunks, n + 1, memory_order_seq_cst);
     }
-    pthread_mutex_unlock(&table_mutex);
+    baton_syslock_unlock(&table_mutex);
     return mb;
 }
 
@@ -420,12 +421,12 @@ static void mb_release(baton_slot_owner_t *o, void *rec)
 
 static void atfork_prepare(void)
 {
-    pthread_mutex_lock(&table_mutex);
+    baton_syslock_lock(&table_mutex);
 }
 
 static void atfork_parent(void)
 {
-    pthread_mutex_unlock(&table_mutex);
+    baton_syslock_unlock(&table_mutex);
 }
 
 static void atfork_child(void)
@@ -438,7 +439,7 @@ static void atfork_child(void)
     baton_store(&fork_gen, g, memory_order_relaxed);
     if (self_server)
         baton_store(&self_server->gen, g, memory_order_relaxed);
-    pthread_mutex_unlock(&table_mutex);
+    baton_syslock_unlock(&table_mutex);
 }
 
 static void atfork_register(void)
@@ -523,7 +524,7 @@ static int server_create(int index, unsigned cpu_opt, uint64_t idle_us, rcl_serv
 static int server_revive(rcl_server_t *s)
 {
     int rc = 0;
-    pthread_mutex_lock(&table_mutex);
+    baton_syslock_lock(&table_mutex);
     /* Relaxed: both written under table_mutex (or in the fork handler). */
     const uint32_t g = baton_load(&fork_gen, memory_order_relaxed);
     if (baton_load(&s->gen, memory_order_relaxed) != g) {
@@ -550,7 +551,7 @@ static int server_revive(rcl_server_t *s)
             baton_fail(rc, "rcl server %d: cannot restart its thread on CPU %d after fork: %s",
                        s->index, s->cpu, strerror(rc));
     }
-    pthread_mutex_unlock(&table_mutex);
+    baton_syslock_unlock(&table_mutex);
     return rc;
 }
 
@@ -725,7 +726,7 @@ static int k_init(void *st, const baton_opts_t *o)
         return baton_fail(atfork_rc, "rcl: cannot register the fork handlers: %s",
                           strerror(atfork_rc));
     int rc = 0;
-    pthread_mutex_lock(&table_mutex);
+    baton_syslock_lock(&table_mutex);
     rcl_server_t *s = servers[index];
     if (s) {
         /* A server's idle budget is the one its first lock asked for. */
@@ -740,7 +741,7 @@ static int k_init(void *st, const baton_opts_t *o)
         if (rc == 0)
             servers[index] = s;
     }
-    pthread_mutex_unlock(&table_mutex);
+    baton_syslock_unlock(&table_mutex);
     if (rc == 0)
         l->server = s;
     return rc;
@@ -757,12 +758,12 @@ static int k_destroy(void *st)
          * impossible from here, so the last lock of a server gives EBUSY. */
         serve_now(s, l);
         int rc = 0;
-        pthread_mutex_lock(&table_mutex);
+        baton_syslock_lock(&table_mutex);
         if (s->refs == 1)
             rc = EBUSY;
         else
             s->refs--;
-        pthread_mutex_unlock(&table_mutex);
+        baton_syslock_unlock(&table_mutex);
         return rc;
     }
     /* In a forked child the server may have no thread yet: start one, so
@@ -772,12 +773,12 @@ static int k_destroy(void *st)
         alive = server_revive(s) == 0; /* relaxed: a look, re-checked under the mutex */
     if (alive)
         drain(s, l);
-    pthread_mutex_lock(&table_mutex);
+    baton_syslock_lock(&table_mutex);
     const bool last = --s->refs == 0;
     if (last)
         servers[s->index] = NULL;
     alive = s->has_thread;
-    pthread_mutex_unlock(&table_mutex);
+    baton_syslock_unlock(&table_mutex);
     if (last)
         server_stop(s, alive);
     return 0;

@@ -1,5 +1,6 @@
 /* slots.c - per-(thread, object) records (see slots.h). */
 #include "slots.h"
+#include "../core/syslock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -8,7 +9,7 @@
 
 _Thread_local baton_slot_table_t baton_slots __attribute__((tls_model("initial-exec")));
 
-static pthread_mutex_t live_mutex = PTHREAD_MUTEX_INITIALIZER;
+static baton_syslock_t live_mutex = BATON_SYSLOCK_INIT;
 static baton_slot_owner_t *live;     /* under live_mutex */
 static uint64_t next_serial = 1;     /* under live_mutex */
 static pthread_key_t exit_key;
@@ -27,11 +28,11 @@ static void slots_exit(void *arg)
 {
     (void)arg;
     baton_slot_table_t *t = &baton_slots;
-    pthread_mutex_lock(&live_mutex);
+    baton_syslock_lock(&live_mutex);
     for (uint32_t i = 0; i < t->n; i++)
         if (is_live(t->e[i].owner, t->e[i].serial))
             t->e[i].owner->release(t->e[i].owner, t->e[i].record);
-    pthread_mutex_unlock(&live_mutex);
+    baton_syslock_unlock(&live_mutex);
     free(t->e);
     t->e = NULL;
     t->n = t->cap = 0;
@@ -39,8 +40,8 @@ static void slots_exit(void *arg)
 
 /* fork: the child must not inherit live_mutex held by a thread that does
  * not exist there. */
-static void fork_prepare(void) { pthread_mutex_lock(&live_mutex); }
-static void fork_release(void) { pthread_mutex_unlock(&live_mutex); }
+static void fork_prepare(void) { baton_syslock_lock(&live_mutex); }
+static void fork_release(void) { baton_syslock_unlock(&live_mutex); }
 
 static void make_key(void)
 {
@@ -54,34 +55,34 @@ static void make_key(void)
 int baton_slot_owner_register(baton_slot_owner_t *o)
 {
     pthread_once(&key_once, make_key);
-    pthread_mutex_lock(&live_mutex);
+    baton_syslock_lock(&live_mutex);
     o->serial = next_serial++;
     o->next_live = live;
     live = o;
-    pthread_mutex_unlock(&live_mutex);
+    baton_syslock_unlock(&live_mutex);
     return 0;
 }
 
 void baton_slot_owner_unregister(baton_slot_owner_t *o)
 {
-    pthread_mutex_lock(&live_mutex);
+    baton_syslock_lock(&live_mutex);
     for (baton_slot_owner_t **pp = &live; *pp; pp = &(*pp)->next_live)
         if (*pp == o) {
             *pp = o->next_live;
             break;
         }
-    pthread_mutex_unlock(&live_mutex);
+    baton_syslock_unlock(&live_mutex);
 }
 
 /* Drop entries whose owner is gone (they can never match again). */
 static void prune(baton_slot_table_t *t)
 {
     uint32_t k = 0;
-    pthread_mutex_lock(&live_mutex);
+    baton_syslock_lock(&live_mutex);
     for (uint32_t i = 0; i < t->n; i++)
         if (is_live(t->e[i].owner, t->e[i].serial))
             t->e[k++] = t->e[i];
-    pthread_mutex_unlock(&live_mutex);
+    baton_syslock_unlock(&live_mutex);
     t->n = k;
 }
 
