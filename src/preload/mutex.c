@@ -1,0 +1,428 @@
+/* mutex.c - pthread_mutex_* for libbaton-preload.so.
+ *
+ * Layout.  baton's mutex lives in the 40 bytes of the program's
+ * pthread_mutex_t:
+ *
+ *   0   state    the lock state of the BATON_LOCK kind, in a slab slot
+ *                (preload.h), created on first use
+ *   8   owner    the owner's token (ERRORCHECK and RECURSIVE, and every type
+ *                in a debug build), 0 when free
+ *   16  type     glibc's __kind position: PTHREAD_MUTEX_INITIALIZER and the
+ *                _NP initializers put the type here; baton ORs in PL_MARK
+ *                once it has adopted the mutex
+ *   20  count    recursion depth beyond the first lock (owner only)
+ *   24  handle   the slab handle of `state`
+ *   32  prof     the profiler's record (BATON_PROFILE only)
+ *
+ * Why the state is not in the 40 bytes themselves: the kinds' states are
+ * cache-line aligned (128 bytes: relay, ttas, mcs ...), and a queue lock
+ * needs room the pthread object does not have.  The side state costs the
+ * kind's size (`baton_preload_info().bytes_per_lock`, printed at exit with
+ * BATON_VERBOSE=1) per mutex that was ever locked; a mutex that is
+ * initialised but never locked costs nothing, and destroy recycles the slot.
+ *
+ * Static initializers are adopted on first use: whoever gets there first
+ * creates a state and publishes it with one CAS; racing threads free theirs
+ * and use the winner's.  Robust, process-shared and priority mutexes
+ * (attributes no baton kind can honour) are created by glibc's own
+ * pthread_mutex_init and forwarded, recognised by glibc's flag bits in the
+ * type word and the absence of PL_MARK.
+ *
+ * Unlock never touches the pthread_mutex_t after the kind's release, so a
+ * thread may destroy and free it the moment it can lock it.  The kinds'
+ * slots are never unmapped, so whatever a kind's unlock does after its
+ * releasing store (a futex wake) lands in memory that stays mapped.
+ *
+ * Error codes are glibc's: ERRORCHECK relock EDEADLK, unlock by a non-owner
+ * or of an unlocked mutex EPERM, trylock of a held one EBUSY (also by its
+ * ERRORCHECK owner), RECURSIVE counts up to UINT32_MAX (then EAGAIN),
+ * timedlock EINVAL for a bad tv_nsec only when it would block, destroy of a
+ * locked mutex EBUSY.  A NORMAL mutex is not checked (glibc does not either;
+ * kinds that track their owner still refuse an unlock by a non-owner with
+ * EPERM), except in a debug build (BATON_DEBUG), where every mutex is
+ * checked like an ERRORCHECK one.
+ */
+#include "preload.h"
+#include "../core/thread.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define PL_MARK 0x40000000u
+/* glibc's __kind flags of mutexes only glibc can implement. */
+#define GLIBC_FOREIGN (16u /* robust */ | 32u /* PI */ | 64u /* PP */ | 128u /* pshared */)
+#define TYPE_MASK 3u
+
+typedef struct pl_mutex {
+    _Atomic(void *) state;
+    _Atomic uintptr_t owner;
+    _Atomic uint32_t type;
+    uint32_t count;
+    _Atomic uint32_t handle;
+    uint32_t spare;
+    _Atomic(pl_prof_t *) prof;
+} pl_mutex_t;
+
+_Static_assert(sizeof(pl_mutex_t) <= sizeof(pthread_mutex_t), "baton's mutex fits in pthread_mutex_t");
+_Static_assert(offsetof(pl_mutex_t, type) == 16, "the type word sits where glibc's initializers put __kind");
+_Static_assert(_Alignof(pthread_mutex_t) >= _Alignof(pl_mutex_t), "alignment");
+
+#ifdef BATON_DEBUG
+#define CHECK_ALL 1
+#else
+#define CHECK_ALL 0
+#endif
+
+/* Does a type word (adopted) need owner checks? */
+static inline bool checked(uint32_t t)
+{
+    return CHECK_ALL || (t & TYPE_MASK) == PTHREAD_MUTEX_ERRORCHECK || (t & TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE;
+}
+
+/* PTHREAD_MUTEX_ADAPTIVE_NP is a spinning hint: a NORMAL mutex here. */
+static inline uint32_t adopt_type(uint32_t glibc_kind)
+{
+    uint32_t t = glibc_kind & TYPE_MASK;
+    return PL_MARK | (t == PTHREAD_MUTEX_ADAPTIVE_NP ? (uint32_t)PTHREAD_MUTEX_NORMAL : t);
+}
+
+static inline bool foreign(uint32_t t)
+{
+    return !(t & PL_MARK) && (t & GLIBC_FOREIGN) != 0;
+}
+
+/* The state of an adopted mutex, created on first use; NULL with *err set
+ * when none can be made. */
+static void *create_state(pl_mutex_t *m, int *err)
+{
+    pl_class_t *c = &pl_mutex_class;
+    /* Every racer computes and stores the same adopted type; it is published
+     * with the state by the release CAS below.  Relaxed: see that CAS. */
+    baton_store(&m->type, adopt_type(baton_load(&m->type, memory_order_relaxed)), memory_order_relaxed);
+    uint32_t h;
+    void *s = pl_state_new(c, &h, err);
+    if (s == NULL)
+        return NULL;
+    void *expected = NULL;
+    /* Release: publishes the initialised state (and the type); pairs with the
+     * acquire loads of `state` in every entry point.  Acquire on failure:
+     * the winner's state is initialised before we use it. */
+    if (baton_cas(&m->state, &expected, s, memory_order_acq_rel, memory_order_acquire)) {
+        baton_store(&m->handle, h, memory_order_relaxed); /* read by destroy, which the program orders after use */
+        return s;
+    }
+    (void)pl_state_free(c, s, h);
+    return expected;
+}
+
+static inline void *state_of(pl_mutex_t *m, int *err)
+{
+    /* Acquire: pairs with the release CAS in create_state(). */
+    void *s = baton_load(&m->state, memory_order_acquire);
+    return BATON_LIKELY(s != NULL) ? s : create_state(m, err);
+}
+
+static pl_prof_t *prof_of(pl_mutex_t *m, const void *caller)
+{
+    /* Relaxed: the record is found again by address if two threads race
+     * here; both store the same pointer. */
+    pl_prof_t *p = baton_load(&m->prof, memory_order_relaxed);
+    if (p == NULL) {
+        p = pl_prof_get(m, PL_PROF_MUTEX, caller);
+        baton_store(&m->prof, p, memory_order_relaxed);
+    }
+    return p;
+}
+
+/* Acquire an adopted mutex's state `s`, profiled when asked. */
+static inline void acquire(pl_mutex_t *m, void *s, const void *caller)
+{
+    const baton_kind_t *k = pl_mutex_class.kind;
+    if (BATON_LIKELY(!pl_profiling)) {
+        k->lock(s);
+        return;
+    }
+    pl_prof_t *p = prof_of(m, caller);
+    if (k->trylock(s) == 0) {
+        pl_prof_acquired(p, 0, false, false);
+        return;
+    }
+    uint64_t t0 = pl_prof_now();
+    k->lock(s);
+    pl_prof_acquired(p, pl_prof_now() - t0, true, false);
+}
+
+static inline int try_acquire(pl_mutex_t *m, void *s, const void *caller)
+{
+    int rc = pl_mutex_class.kind->trylock(s);
+    if (BATON_UNLIKELY(pl_profiling)) {
+        pl_prof_t *p = prof_of(m, caller);
+        if (rc == 0)
+            pl_prof_acquired(p, 0, false, false);
+        else
+            pl_prof_trylock_failed(p);
+    }
+    return rc;
+}
+
+static inline int release(pl_mutex_t *m, void *s)
+{
+    if (BATON_UNLIKELY(pl_profiling))
+        pl_prof_released(prof_of(m, NULL));
+    return pl_mutex_class.kind->unlock(s);
+}
+
+/* --- init / destroy ------------------------------------------------------------ */
+
+PRELOAD_API int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr)
+{
+    pl_init();
+    if (pl_mutex_class.stock)
+        return pl_real()->mutex_init(pm, attr);
+    int type = PTHREAD_MUTEX_DEFAULT;
+    if (attr != NULL) {
+        int pshared = PTHREAD_PROCESS_PRIVATE, robust = PTHREAD_MUTEX_STALLED, proto = PTHREAD_PRIO_NONE;
+        if (pthread_mutexattr_gettype(attr, &type) != 0 || pthread_mutexattr_getpshared(attr, &pshared) != 0 ||
+            pthread_mutexattr_getrobust(attr, &robust) != 0 ||
+            pthread_mutexattr_getprotocol(attr, &proto) != 0)
+            return EINVAL;
+        if (pshared != PTHREAD_PROCESS_PRIVATE || robust != PTHREAD_MUTEX_STALLED || proto != PTHREAD_PRIO_NONE) {
+            pl_log("mutex %p: %s%s%s: glibc's own implementation", (void *)pm,
+                   pshared != PTHREAD_PROCESS_PRIVATE ? "process-shared " : "",
+                   robust != PTHREAD_MUTEX_STALLED ? "robust " : "",
+                   proto != PTHREAD_PRIO_NONE ? "priority-protocol " : "");
+            return pl_real()->mutex_init(pm, attr);
+        }
+    }
+    pl_mutex_t *m = (pl_mutex_t *)pm;
+    memset(pm, 0, sizeof *pm);
+    /* Relaxed: initialisation precedes any use, which the program orders
+     * (publishing a mutex to other threads needs synchronisation anyway). */
+    baton_store(&m->type, adopt_type((uint32_t)type), memory_order_relaxed);
+    return 0;
+}
+
+PRELOAD_API int pthread_mutex_destroy(pthread_mutex_t *pm)
+{
+    pl_init();
+    pl_mutex_t *m = (pl_mutex_t *)pm;
+    uint32_t t = baton_load(&m->type, memory_order_relaxed); /* the program orders destroy after use */
+    if (pl_mutex_class.stock || foreign(t))
+        return pl_real()->mutex_destroy(pm);
+    if (BATON_UNLIKELY(pl_profiling)) {
+        pl_prof_destroyed(m);
+        baton_store(&m->prof, NULL, memory_order_relaxed);
+    }
+    if (checked(adopt_type(t)) && baton_load(&m->owner, memory_order_relaxed) != 0)
+        return EBUSY;
+    /* Acquire: pairs with the release CAS in create_state(). */
+    void *s = baton_load(&m->state, memory_order_acquire);
+    if (s != NULL) {
+        int rc = pl_state_free(&pl_mutex_class, s, baton_load(&m->handle, memory_order_relaxed));
+        if (rc != 0)
+            return rc; /* EBUSY: held */
+        baton_store(&m->state, NULL, memory_order_relaxed); /* the program orders destroy after use */
+    }
+    /* Keep the adopted type: a (non-conforming) use after destroy gets a
+     * fresh state instead of a dangling one. */
+    baton_store(&m->type, adopt_type(t), memory_order_relaxed);
+    return 0;
+}
+
+/* --- lock -------------------------------------------------------------------------- */
+
+/* Everything but an adopted, unchecked mutex with a state. */
+static int lock_slow(pl_mutex_t *m, const void *caller)
+{
+    pl_init();
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
+    if (pl_mutex_class.stock || foreign(t))
+        return pl_real()->mutex_lock((pthread_mutex_t *)m);
+    int err = 0;
+    void *s = state_of(m, &err);
+    if (s == NULL)
+        return err == ENOMEM ? EAGAIN : err;
+    t = baton_load(&m->type, memory_order_relaxed); /* adopted now; published with the state */
+    if (checked(t)) {
+        uintptr_t self = baton_self_token();
+        /* Relaxed: only the owner stores its own token, so a thread finds
+         * its token here only if it wrote it itself. */
+        if (baton_load(&m->owner, memory_order_relaxed) == self) {
+            if ((t & TYPE_MASK) != PTHREAD_MUTEX_RECURSIVE)
+                return EDEADLK;
+            if (m->count == UINT32_MAX)
+                return EAGAIN;
+            m->count++;
+            return 0;
+        }
+        acquire(m, s, caller);
+        baton_store(&m->owner, self, memory_order_relaxed); /* see above */
+        m->count = 0;
+        return 0;
+    }
+    acquire(m, s, caller);
+    return 0;
+}
+
+PRELOAD_API int pthread_mutex_lock(pthread_mutex_t *pm)
+{
+    pl_mutex_t *m = (pl_mutex_t *)pm;
+    /* Relaxed type: an adopted type is published with the state, which we
+     * load with acquire (pairs with the release CAS in create_state()). */
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
+    void *s = baton_load(&m->state, memory_order_acquire);
+    if (BATON_LIKELY(t == PL_MARK && s != NULL && !CHECK_ALL)) {
+        acquire(m, s, __builtin_return_address(0));
+        return 0;
+    }
+    return lock_slow(m, __builtin_return_address(0));
+}
+
+static int trylock_slow(pl_mutex_t *m, const void *caller)
+{
+    pl_init();
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
+    if (pl_mutex_class.stock || foreign(t))
+        return pl_real()->mutex_trylock((pthread_mutex_t *)m);
+    int err = 0;
+    void *s = state_of(m, &err);
+    if (s == NULL)
+        return err == ENOMEM ? EAGAIN : err;
+    t = baton_load(&m->type, memory_order_relaxed);
+    if (!checked(t))
+        return try_acquire(m, s, caller);
+    uintptr_t self = baton_self_token();
+    if (baton_load(&m->owner, memory_order_relaxed) == self) { /* see lock_slow() */
+        if ((t & TYPE_MASK) != PTHREAD_MUTEX_RECURSIVE)
+            return EBUSY;
+        if (m->count == UINT32_MAX)
+            return EAGAIN;
+        m->count++;
+        return 0;
+    }
+    int rc = try_acquire(m, s, caller);
+    if (rc == 0) {
+        baton_store(&m->owner, self, memory_order_relaxed);
+        m->count = 0;
+    }
+    return rc;
+}
+
+PRELOAD_API int pthread_mutex_trylock(pthread_mutex_t *pm)
+{
+    pl_mutex_t *m = (pl_mutex_t *)pm;
+    uint32_t t = baton_load(&m->type, memory_order_relaxed); /* as in pthread_mutex_lock() */
+    void *s = baton_load(&m->state, memory_order_acquire);
+    if (BATON_LIKELY(t == PL_MARK && s != NULL && !CHECK_ALL))
+        return try_acquire(m, s, __builtin_return_address(0));
+    return trylock_slow(m, __builtin_return_address(0));
+}
+
+static int try_state(void *s)
+{
+    return pl_mutex_class.kind->trylock(s);
+}
+
+static int timed_lock(pl_mutex_t *m, clockid_t clock, const struct timespec *abstime, const void *caller)
+{
+    pl_init();
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
+    if (pl_mutex_class.stock || foreign(t))
+        return pl_real()->mutex_clocklock((pthread_mutex_t *)m, clock, abstime);
+    int err = 0;
+    void *s = state_of(m, &err);
+    if (s == NULL)
+        return err == ENOMEM ? EAGAIN : err;
+    t = baton_load(&m->type, memory_order_relaxed);
+    uintptr_t self = baton_self_token();
+    if (checked(t) && baton_load(&m->owner, memory_order_relaxed) == self) { /* see lock_slow() */
+        if ((t & TYPE_MASK) != PTHREAD_MUTEX_RECURSIVE)
+            return EDEADLK;
+        if (m->count == UINT32_MAX)
+            return EAGAIN;
+        m->count++;
+        return 0;
+    }
+    const baton_kind_t *k = pl_mutex_class.kind;
+    pl_prof_t *p = BATON_UNLIKELY(pl_profiling) ? prof_of(m, caller) : NULL;
+    int rc = k->trylock(s);
+    if (rc != 0) {
+        /* It would block: only now is the deadline looked at (glibc). */
+        if (!pl_timespec_valid(abstime))
+            return EINVAL;
+        uint64_t t0 = p ? pl_prof_now() : 0;
+        rc = pl_timed_acquire(try_state, s, clock, abstime);
+        if (rc != 0)
+            return rc;
+        if (p)
+            pl_prof_acquired(p, pl_prof_now() - t0, true, false);
+    } else if (p) {
+        pl_prof_acquired(p, 0, false, false);
+    }
+    if (checked(t)) {
+        baton_store(&m->owner, self, memory_order_relaxed);
+        m->count = 0;
+    }
+    return 0;
+}
+
+PRELOAD_API int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abstime)
+{
+    return timed_lock((pl_mutex_t *)pm, CLOCK_REALTIME, abstime, __builtin_return_address(0));
+}
+
+PRELOAD_API int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock, const struct timespec *abstime)
+{
+    if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+        return EINVAL;
+    return timed_lock((pl_mutex_t *)pm, clock, abstime, __builtin_return_address(0));
+}
+
+/* --- unlock ------------------------------------------------------------------------ */
+
+static int unlock_slow(pl_mutex_t *m)
+{
+    pl_init();
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
+    if (pl_mutex_class.stock || foreign(t))
+        return pl_real()->mutex_unlock((pthread_mutex_t *)m);
+    void *s = baton_load(&m->state, memory_order_acquire); /* pairs with the release CAS in create_state() */
+    if (!checked(adopt_type(t)))
+        return s != NULL ? release(m, s) : 0; /* never locked: glibc returns 0 too */
+    /* Relaxed: only the owner stores its token (see lock_slow()). */
+    if (s == NULL || baton_load(&m->owner, memory_order_relaxed) != baton_self_token())
+        return EPERM;
+    if (m->count > 0) {
+        m->count--;
+        return 0;
+    }
+    /* Clear the owner before the release: afterwards the mutex is not ours
+     * to touch. */
+    baton_store(&m->owner, (uintptr_t)0, memory_order_relaxed);
+    return release(m, s);
+}
+
+PRELOAD_API int pthread_mutex_unlock(pthread_mutex_t *pm)
+{
+    pl_mutex_t *m = (pl_mutex_t *)pm;
+    uint32_t t = baton_load(&m->type, memory_order_relaxed); /* as in pthread_mutex_lock() */
+    void *s = baton_load(&m->state, memory_order_acquire);
+    if (BATON_LIKELY(t == PL_MARK && s != NULL && !CHECK_ALL))
+        return release(m, s);
+    return unlock_slow(m);
+}
+
+/* --- robust mutexes are glibc's -------------------------------------------------------- */
+
+PRELOAD_API int pthread_mutex_consistent(pthread_mutex_t *pm)
+{
+    pl_init();
+    pl_mutex_t *m = (pl_mutex_t *)pm;
+    if (pl_mutex_class.stock || foreign(baton_load(&m->type, memory_order_relaxed)))
+        return pl_real()->mutex_consistent(pm);
+    return EINVAL; /* not a robust mutex */
+}
+
+/* pthread_mutex_consistent_np is glibc's old name; <pthread.h> redirects it
+ * to pthread_mutex_consistent, and old binaries that call it by name reach
+ * glibc's, which is right: only glibc's (forwarded) mutexes are robust. */
