@@ -85,10 +85,17 @@ static void thread_exit(void *arg)
     baton_tls = NULL;
 }
 
+/* fork: the child must not inherit arena_mutex held by a thread that does
+ * not exist there (a program may fork while another thread takes a node). */
+static void fork_prepare(void) { baton_syslock_lock(&arena_mutex); }
+static void fork_parent(void) { baton_syslock_unlock(&arena_mutex); }
+static void fork_child(void) { baton_syslock_reset(&arena_mutex); }
+
 static void make_key(void)
 {
-    if (pthread_key_create(&exit_key, thread_exit) != 0) {
-        fprintf(stderr, "baton: pthread_key_create failed\n");
+    if (pthread_key_create(&exit_key, thread_exit) != 0 ||
+        pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+        fprintf(stderr, "baton: pthread_key_create or pthread_atfork failed\n");
         abort();
     }
 }
