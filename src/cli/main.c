@@ -1,4 +1,4 @@
-/* main.c - the `baton` command: info, kinds, bench. */
+/* main.c - the `baton` command: info, kinds, bench, run, profile, advise. */
 #include <baton/baton.h>
 #include <baton/wait.h>
 
@@ -12,6 +12,10 @@ int cmd_bench_micro(int argc, char **argv);     /* bench/micro.c */
 int cmd_bench_pq(int argc, char **argv);        /* bench/pq.c */
 int cmd_bench_rw(int argc, char **argv);        /* bench/rw.c */
 int cmd_bench_uncontended(int argc, char **argv); /* bench/uncontended.c */
+int cmd_bench_apps(int argc, char **argv);      /* run.c */
+int cmd_run(int argc, char **argv);             /* run.c */
+int cmd_profile(int argc, char **argv);         /* profile.c */
+int cmd_advise(int argc, char **argv);          /* advise.c */
 
 static void usage(FILE *f)
 {
@@ -25,6 +29,10 @@ static void usage(FILE *f)
             "  bench pq                priority queue (pairing heap): insert / extract_min, delegation\n"
             "  bench rw                RWBench: readers and writers on a shared 64-entry array\n"
             "  bench uncontended       cost of one uncontended lock+unlock, typed and dynamic API\n"
+            "  bench apps              real applications (memcached, Kyoto Cabinet, OpenMP) stock vs baton\n"
+            "  run                     run a program with baton locks in place of pthread's (LD_PRELOAD)\n"
+            "  profile                 run a program and print the contention of each of its locks\n"
+            "  advise                  time a program stock and under candidate lock kinds; recommend one\n"
             "  version                 print the version\n"
             "\n"
             "'baton <command> --help' describes a command's options.\n");
@@ -87,6 +95,12 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "profile"))
+        return cmd_profile(argc - 1, argv + 1);
+    if (!strcmp(cmd, "advise"))
+        return cmd_advise(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) {
         if (argc >= 3 && !strcmp(argv[2], "micro"))
             return cmd_bench_micro(argc - 2, argv + 2);
@@ -96,7 +110,9 @@ int main(int argc, char **argv)
             return cmd_bench_rw(argc - 2, argv + 2);
         if (argc >= 3 && !strcmp(argv[2], "uncontended"))
             return cmd_bench_uncontended(argc - 2, argv + 2);
-        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended\n",
+        if (argc >= 3 && !strcmp(argv[2], "apps"))
+            return cmd_bench_apps(argc - 2, argv + 2);
+        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended, apps\n",
                 argc >= 3 ? argv[2] : "");
         return 2;
     }

@@ -1,0 +1,433 @@
+/* run.c - `baton run`: run a command with the interposer (libbaton-preload.so)
+ * and the chosen lock kinds; and what the other launching commands share
+ * (launch.h). */
+#include "launch.h"
+#include "../core/registry.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef BATON_SOURCE_DIR
+#define BATON_SOURCE_DIR ""
+#endif
+#ifndef BATON_BIN_TO_LIB
+#define BATON_BIN_TO_LIB "../lib"
+#endif
+#ifndef BATON_BIN_TO_APPS
+#define BATON_BIN_TO_APPS "../share/baton/apps"
+#endif
+
+int cmd_run(int argc, char **argv);
+
+/* --- specs ------------------------------------------------------------------------ */
+
+static const char *const class_env[] = {"BATON_LOCK", "BATON_RWLOCK", "BATON_SPIN"};
+static const char *const class_what[] = {"mutex", "rwlock", "spinlock"};
+/* What a kind needs to stand in for each pthread object (as the interposer
+ * itself checks, src/preload/init.c). */
+static const unsigned class_need[] = {
+    BATON_CAP_LOCK | BATON_CAP_TRYLOCK,
+    BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_RW,
+    BATON_CAP_LOCK | BATON_CAP_TRYLOCK,
+};
+
+const char *cli_class_env(cli_class_t c)
+{
+    return class_env[c];
+}
+
+static void interposable(char *buf, size_t size, cli_class_t c)
+{
+    const baton_kind_info_t *k;
+    size_t n = baton_kinds(&k), used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < size; i++) {
+        bool stock = strcmp(k[i].name, "pthread") == 0;
+        if ((k[i].caps & class_need[c]) != class_need[c] && !stock)
+            continue;
+        int w = snprintf(buf + used, size - used, "%s%s%s", used ? ", " : "", k[i].name,
+                         stock ? " (glibc's own)" : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)" : "");
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+int cli_check_spec(const char *prog, const char *option, cli_class_t c, const char *spec)
+{
+    const baton_kind_t *k;
+    baton_opts_t o;
+    char canon[160], names[768];
+    interposable(names, sizeof names, c);
+    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0) {
+        fprintf(stderr, "%s: %s '%s': %s\n  interposable %s kinds: %s\n", prog, option, spec, baton_last_error(),
+                class_what[c], names);
+        return -1;
+    }
+    if (strcmp(k->name, "pthread") != 0 && (k->caps & class_need[c]) != class_need[c]) {
+        fprintf(stderr, "%s: %s '%s': kind '%s' cannot stand in for a pthread %s (it needs lock, trylock%s)\n"
+                        "  interposable %s kinds: %s\n",
+                prog, option, spec, k->name, class_what[c], c == CLI_RWLOCK ? " and shared readers" : "",
+                class_what[c], names);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- finding things next to the binary ------------------------------------------------ */
+
+const char *cli_self_exe(void)
+{
+    static char path[PATH_MAX];
+    if (path[0] == '\0') {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        path[n > 0 ? (size_t)n : 0] = '\0';
+    }
+    return path;
+}
+
+/* dir(self)/rel/name, resolved, if it exists: into out. */
+static bool beside_self(const char *rel, const char *name, char *out, size_t size)
+{
+    char dir[PATH_MAX], cand[PATH_MAX * 2], real[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", cli_self_exe());
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        return false;
+    *slash = '\0';
+    snprintf(cand, sizeof cand, "%s/%s%s%s", dir, rel, name[0] ? "/" : "", name);
+    if (realpath(cand, real) == NULL || strlen(real) >= size)
+        return false;
+    memcpy(out, real, strlen(real) + 1);
+    return true;
+}
+
+const char *cli_preload_lib(const char *prog)
+{
+    static char lib[PATH_MAX];
+    const char *env = getenv("BATON_PRELOAD_LIB");
+    if (env != NULL && env[0] != '\0') {
+        if (realpath(env, lib) == NULL) {
+            fprintf(stderr, "%s: BATON_PRELOAD_LIB=%s: %s\n", prog, env, strerror(errno));
+            return NULL;
+        }
+    } else if (!beside_self(BATON_BIN_TO_LIB, "libbaton-preload.so", lib, sizeof lib) &&
+               !beside_self("../preload", "libbaton-preload.so", lib, sizeof lib)) {
+        fprintf(stderr,
+                "%s: cannot find libbaton-preload.so next to %s (looked in %s/ and ../preload/; "
+                "set BATON_PRELOAD_LIB to its path)\n",
+                prog, cli_self_exe(), BATON_BIN_TO_LIB);
+        return NULL;
+    }
+    /* The dynamic loader splits LD_PRELOAD at spaces and colons. */
+    if (strpbrk(lib, " :\t") != NULL) {
+        fprintf(stderr, "%s: the interposer's path '%s' holds a space or colon, which LD_PRELOAD cannot carry\n",
+                prog, lib);
+        return NULL;
+    }
+    return lib;
+}
+
+const char *cli_apps_dir(const char *prog)
+{
+    static char dir[PATH_MAX];
+    if (beside_self(BATON_BIN_TO_APPS, "", dir, sizeof dir))
+        return dir;
+    struct stat st;
+    if (BATON_SOURCE_DIR[0] != '\0' && snprintf(dir, sizeof dir, "%s/bench/apps", BATON_SOURCE_DIR) > 0 &&
+        stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return dir;
+    fprintf(stderr, "%s: cannot find the application scripts (looked in %s/ beside %s and in %s/bench/apps)\n",
+            prog, BATON_BIN_TO_APPS, cli_self_exe(), BATON_SOURCE_DIR);
+    return NULL;
+}
+
+/* --- environment and processes ---------------------------------------------------------- */
+
+void cli_env_put(cli_env_t *e, const char *name, const char *value)
+{
+    for (size_t i = 0; i < e->nset; i++)
+        if (strcmp(e->set[i][0], name) == 0) {
+            e->set[i][1] = value;
+            return;
+        }
+    if (e->nset < sizeof e->set / sizeof e->set[0]) {
+        e->set[e->nset][0] = name;
+        e->set[e->nset][1] = value;
+        e->nset++;
+    }
+}
+
+/* Is `lib` already one of the entries of an LD_PRELOAD value? */
+static bool preloads(const char *list, const char *lib)
+{
+    size_t n = strlen(lib);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " :");
+        if (len == n && strncmp(p, lib, n) == 0)
+            return true;
+        p += len;
+        p += strspn(p, " :");
+    }
+    return false;
+}
+
+int cli_env_apply(const cli_env_t *e)
+{
+    for (size_t i = 0; i < e->nset; i++) {
+        int rc = e->set[i][1] ? setenv(e->set[i][0], e->set[i][1], 1) : unsetenv(e->set[i][0]);
+        if (rc != 0)
+            return -1;
+    }
+    if (e->preload != NULL) {
+        const char *old = getenv("LD_PRELOAD");
+        if (old == NULL || old[0] == '\0')
+            return setenv("LD_PRELOAD", e->preload, 1);
+        if (preloads(old, e->preload))
+            return 0;
+        size_t len = strlen(e->preload) + strlen(old) + 2;
+        char *v = malloc(len);
+        if (v == NULL)
+            return -1;
+        /* Ours first: its definitions must win over any other interposer. */
+        snprintf(v, len, "%s:%s", e->preload, old);
+        int rc = setenv("LD_PRELOAD", v, 1);
+        free(v);
+        return rc;
+    }
+    return 0;
+}
+
+/* While a command runs, signals meant for it are passed on: ^C at the
+ * terminal reaches the whole process group (the command gets it from the
+ * kernel, so baton only survives it, as system() does); a signal another
+ * process sent to baton alone (kill, timeout) is forwarded to the command.
+ * Either way baton lives to read the reports and clean up. */
+static const int forwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+static struct sigaction saved[sizeof forwarded / sizeof forwarded[0]];
+static volatile sig_atomic_t child_pid;
+
+static void forward(int sig, siginfo_t *info, void *ctx)
+{
+    (void)ctx;
+    if (child_pid > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE))
+        kill((pid_t)child_pid, sig);
+}
+
+static void restore_signals(void)
+{
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        sigaction(forwarded[i], &saved[i], NULL);
+}
+
+pid_t cli_spawn(const char *prog, char **argv, const cli_env_t *e, int out_fd, int err_fd)
+{
+    fflush(NULL);
+    struct sigaction fw;
+    memset(&fw, 0, sizeof fw);
+    fw.sa_sigaction = forward;
+    fw.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&fw.sa_mask);
+    child_pid = 0;
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        sigaction(forwarded[i], &fw, &saved[i]);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+        restore_signals();
+        return -1;
+    }
+    if (pid == 0) {
+        restore_signals();
+        if (out_fd >= 0 && out_fd != 1)
+            dup2(out_fd, 1);
+        if (err_fd >= 0 && err_fd != 2)
+            dup2(err_fd, 2);
+        if (e != NULL && cli_env_apply(e) != 0) {
+            fprintf(stderr, "%s: cannot set the environment: %s\n", prog, strerror(errno));
+            _exit(127);
+        }
+        execvp(argv[0], argv);
+        int err = errno;
+        fprintf(stderr, "%s: cannot run '%s': %s\n", prog, argv[0], strerror(err));
+        _exit(err == ENOENT ? 127 : 126);
+    }
+    child_pid = pid;
+    return pid;
+}
+
+int cli_wait(pid_t pid, int *signal)
+{
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            status = 127 << 8;
+            break;
+        }
+    }
+    child_pid = 0;
+    restore_signals();
+    if (signal)
+        *signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* --- baton run ----------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: baton run [--lock SPEC] [--rwlock SPEC] [--spin SPEC] [--verbose] [--] CMD [ARGS...]\n"
+            "\n"
+            "Run CMD with baton's interposer (libbaton-preload.so prepended to LD_PRELOAD):\n"
+            "its pthread mutexes, condition variables, rwlocks, spinlocks and OpenMP locks\n"
+            "become baton locks.  Unmodified, dynamically linked programs only.\n"
+            "\n"
+            "  --lock SPEC     kind for pthread mutexes and OpenMP locks (BATON_LOCK; default: default)\n"
+            "  --rwlock SPEC   kind for pthread rwlocks: needs shared readers (BATON_RWLOCK; default: mrqd)\n"
+            "  --spin SPEC     kind for pthread spinlocks (BATON_SPIN; default: ttas)\n"
+            "  --verbose       diagnostics from the interposer on stderr (BATON_VERBOSE=1)\n"
+            "  -h, --help      show this help\n"
+            "\n"
+            "A class whose option is not given keeps the BATON_* value already in the\n"
+            "environment.  SPEC is a lock spec ('baton kinds'); 'pthread' keeps glibc's own.\n"
+            "The interposer is found next to this binary, or named by BATON_PRELOAD_LIB.\n"
+            "Exit status: CMD's (127 when it cannot be run).\n");
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *spec[3] = {NULL, NULL, NULL};
+    static const char *const opt[3] = {"--lock", "--rwlock", "--spin"};
+    bool verbose = false;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--verbose") == 0) {
+            verbose = true;
+            continue;
+        }
+        int c = -1;
+        const char *val = NULL;
+        for (int k = 0; k < 3; k++) {
+            size_t n = strlen(opt[k]);
+            if (strcmp(a, opt[k]) == 0) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "baton run: %s needs a spec\n", opt[k]);
+                    return 2;
+                }
+                c = k;
+                val = argv[++i];
+            } else if (strncmp(a, opt[k], n) == 0 && a[n] == '=') {
+                c = k;
+                val = a + n + 1;
+            }
+        }
+        if (c < 0) {
+            fprintf(stderr, "baton run: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        spec[c] = val;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "baton run: no command given\n");
+        usage(stderr);
+        return 2;
+    }
+    cli_env_t env = {0};
+    for (int c = 0; c < 3; c++) {
+        if (spec[c] == NULL)
+            continue;
+        if (cli_check_spec("baton run", opt[c], (cli_class_t)c, spec[c]) != 0)
+            return 2;
+        cli_env_put(&env, class_env[c], spec[c]);
+    }
+    /* Check the inherited values too: the interposer would stop the program. */
+    for (int c = 0; c < 3; c++) {
+        const char *v = getenv(class_env[c]);
+        if (spec[c] == NULL && v != NULL && v[0] != '\0' &&
+            cli_check_spec("baton run", class_env[c], (cli_class_t)c, v) != 0)
+            return 2;
+    }
+    if (verbose)
+        cli_env_put(&env, "BATON_VERBOSE", "1");
+    env.preload = cli_preload_lib("baton run");
+    if (env.preload == NULL)
+        return 2;
+    if (cli_env_apply(&env) != 0) {
+        fprintf(stderr, "baton run: cannot set the environment: %s\n", strerror(errno));
+        return 2;
+    }
+    execvp(argv[i], argv + i);
+    int err = errno;
+    fprintf(stderr, "baton run: cannot run '%s': %s\n", argv[i], strerror(err));
+    return err == ENOENT ? 127 : 126;
+}
+
+/* --- baton bench apps ------------------------------------------------------------------------ */
+
+int cmd_bench_apps(int argc, char **argv);
+
+/* `baton bench apps [ARGS]`: exec bench/apps/run-apps.sh ARGS (installed as
+ * <prefix>/share/baton/apps/run-apps.sh) with BATON_BIN (this binary) and
+ * BATON_PRELOAD_LIB (the interposer) in its environment. */
+int cmd_bench_apps(int argc, char **argv)
+{
+    const char *dir = cli_apps_dir("baton bench apps");
+    if (dir == NULL)
+        return 2;
+    char script[PATH_MAX + 16];
+    snprintf(script, sizeof script, "%s/run-apps.sh", dir);
+    if (access(script, R_OK) != 0) {
+        fprintf(stderr, "baton bench apps: cannot read %s: %s\n", script, strerror(errno));
+        return 2;
+    }
+    const char *lib = cli_preload_lib("baton bench apps");
+    if (lib == NULL)
+        return 2;
+    if (setenv("BATON_BIN", cli_self_exe(), 1) != 0 || setenv("BATON_PRELOAD_LIB", lib, 1) != 0) {
+        fprintf(stderr, "baton bench apps: cannot set the environment: %s\n", strerror(errno));
+        return 2;
+    }
+    /* argv[0] is "apps": the script takes its place, behind "bash" when the
+     * file has lost its execute bit. */
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (args == NULL)
+        return 1;
+    bool direct = access(script, X_OK) == 0;
+    size_t n = 0;
+    if (!direct)
+        args[n++] = "bash";
+    args[n++] = script;
+    for (int i = 1; i < argc; i++)
+        args[n++] = argv[i];
+    args[n] = NULL;
+    fflush(NULL);
+    if (direct)
+        execv(script, args);
+    else
+        execvp("bash", args);
+    fprintf(stderr, "baton bench apps: cannot run %s: %s\n", script, strerror(errno));
+    free(args);
+    return 126;
+}
