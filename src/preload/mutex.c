@@ -172,6 +172,50 @@ static inline int release(pl_mutex_t *m, void *s)
     return pl_mutex_class.kind->unlock(s);
 }
 
+/* --- glibc's own mutexes (stock mode, robust, pshared, priority) -------------
+ * Forwarded, and profiled the same way when BATON_PROFILE is set (by address:
+ * glibc's layout has no room for the record), so that `baton profile` also
+ * profiles a program's stock locks (BATON_LOCK=pthread). */
+
+static int fwd_lock(pthread_mutex_t *pm, const void *caller)
+{
+    const pl_real_t *r = pl_real();
+    if (BATON_LIKELY(!pl_profiling))
+        return r->mutex_lock(pm);
+    pl_prof_t *p = pl_prof_get(pm, PL_PROF_MUTEX, caller);
+    int rc = r->mutex_trylock(pm);
+    if (rc != EBUSY) {
+        if (rc == 0 || rc == EOWNERDEAD)
+            pl_prof_acquired(p, 0, false, false);
+        return rc;
+    }
+    uint64_t t0 = pl_prof_now();
+    rc = r->mutex_lock(pm);
+    if (rc == 0 || rc == EOWNERDEAD)
+        pl_prof_acquired(p, pl_prof_now() - t0, true, false);
+    return rc;
+}
+
+static int fwd_trylock(pthread_mutex_t *pm, const void *caller)
+{
+    int rc = pl_real()->mutex_trylock(pm);
+    if (BATON_UNLIKELY(pl_profiling)) {
+        pl_prof_t *p = pl_prof_get(pm, PL_PROF_MUTEX, caller);
+        if (rc == 0 || rc == EOWNERDEAD)
+            pl_prof_acquired(p, 0, false, false);
+        else if (rc == EBUSY)
+            pl_prof_trylock_failed(p);
+    }
+    return rc;
+}
+
+static int fwd_unlock(pthread_mutex_t *pm)
+{
+    if (BATON_UNLIKELY(pl_profiling))
+        pl_prof_released(pl_prof_get(pm, PL_PROF_MUTEX, NULL));
+    return pl_real()->mutex_unlock(pm);
+}
+
 /* --- init / destroy ------------------------------------------------------------ */
 
 PRELOAD_API int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr)
@@ -207,8 +251,11 @@ PRELOAD_API int pthread_mutex_destroy(pthread_mutex_t *pm)
     pl_init();
     pl_mutex_t *m = (pl_mutex_t *)pm;
     uint32_t t = baton_load(&m->type, memory_order_relaxed); /* the program orders destroy after use */
-    if (pl_mutex_class.stock || foreign(t))
+    if (pl_mutex_class.stock || foreign(t)) {
+        if (BATON_UNLIKELY(pl_profiling))
+            pl_prof_destroyed(pm);
         return pl_real()->mutex_destroy(pm);
+    }
     if (BATON_UNLIKELY(pl_profiling)) {
         pl_prof_destroyed(m);
         baton_store(&m->prof, NULL, memory_order_relaxed);
@@ -237,7 +284,7 @@ static int lock_slow(pl_mutex_t *m, const void *caller)
     pl_init();
     uint32_t t = baton_load(&m->type, memory_order_relaxed);
     if (pl_mutex_class.stock || foreign(t))
-        return pl_real()->mutex_lock((pthread_mutex_t *)m);
+        return fwd_lock((pthread_mutex_t *)m, caller);
     int err = 0;
     void *s = state_of(m, &err);
     if (s == NULL)
@@ -283,7 +330,7 @@ static int trylock_slow(pl_mutex_t *m, const void *caller)
     pl_init();
     uint32_t t = baton_load(&m->type, memory_order_relaxed);
     if (pl_mutex_class.stock || foreign(t))
-        return pl_real()->mutex_trylock((pthread_mutex_t *)m);
+        return fwd_trylock((pthread_mutex_t *)m, caller);
     int err = 0;
     void *s = state_of(m, &err);
     if (s == NULL)
@@ -385,7 +432,7 @@ static int unlock_slow(pl_mutex_t *m)
     pl_init();
     uint32_t t = baton_load(&m->type, memory_order_relaxed);
     if (pl_mutex_class.stock || foreign(t))
-        return pl_real()->mutex_unlock((pthread_mutex_t *)m);
+        return fwd_unlock((pthread_mutex_t *)m);
     void *s = baton_load(&m->state, memory_order_acquire); /* pairs with the release CAS in create_state() */
     if (!checked(adopt_type(t)))
         return s != NULL ? release(m, s) : 0; /* never locked: glibc returns 0 too */
