@@ -11,6 +11,7 @@
  * canonical spec then says so. */
 #define DEBUG_SUFFIX (BATON_DEBUG ? ",check=1" : "")
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "../src/core/registry.h" /* test_tryrlock(): the kind table */
 
 /* A second thread that runs lock operations on request, so that tests can
  * act as "another thread" that keeps its identity between operations. */
@@ -298,6 +300,61 @@ static void test_delegation(const baton_kind_info_t *k)
           EXIT_THREADS * EXIT_OPS);
 }
 
+/* The kinds' tryrlock (no public call: the interposer's tryrdlock uses it),
+ * on a state made straight from the registry: it admits readers, and
+ * refuses while a writer holds the lock or waits for readers to leave. */
+struct kind_state {
+    const baton_kind_t *kind;
+    void *s;
+};
+
+static void *take_write(void *arg)
+{
+    struct kind_state *ks = arg;
+    ks->kind->lock(ks->s);
+    ks->kind->unlock(ks->s);
+    return NULL;
+}
+
+static void test_tryrlock(const char *spec)
+{
+    const baton_kind_t *kind;
+    baton_opts_t o;
+    char canon[160];
+    CHECK(baton_spec_parse(spec, &kind, &o, canon, sizeof canon) == 0, "%s: parse", spec);
+    if (kind->tryrlock == NULL) {
+        CHECK(0, "%s: an RW kind without tryrlock", spec);
+        return;
+    }
+    void *s = aligned_alloc(kind->align, (kind->size + kind->align - 1) / kind->align * kind->align);
+    memset(s, 0, kind->size);
+    CHECK(kind->init(s, &o) == 0, "%s: init", spec);
+    CHECK(kind->tryrlock(s) == 0 && kind->tryrlock(s) == 0, "%s: tryrlock when free", spec);
+    kind->runlock(s);
+    kind->runlock(s);
+    CHECK(kind->trylock(s) == 0, "%s: trylock", spec);
+    CHECK(kind->tryrlock(s) == EBUSY, "%s: tryrlock while a writer holds", spec);
+    kind->unlock(s);
+    /* A writer waiting for our read to end: tryrlock refuses once it is there. */
+    CHECK(kind->tryrlock(s) == 0, "%s: tryrlock", spec);
+    pthread_t t;
+    struct kind_state ks = {kind, s};
+    pthread_create(&t, NULL, take_write, &ks);
+    int rc;
+    time_t give_up = time(NULL) + 10; /* a broken kind fails rather than hangs */
+    while ((rc = kind->tryrlock(s)) == 0 && time(NULL) < give_up) {
+        kind->runlock(s);
+        sched_yield();
+    }
+    CHECK(rc == EBUSY, "%s: tryrlock while a writer waits returned %d", spec, rc);
+    if (rc == 0)
+        kind->runlock(s);
+    kind->runlock(s);
+    pthread_join(t, NULL);
+    CHECK(kind->destroy(s) == 0, "%s: destroy", spec);
+    free(s);
+}
+
 /* Readers share RW kinds; every other kind's rlock is its lock. */
 static void test_readers(const baton_kind_info_t *k)
 {
@@ -320,6 +377,8 @@ static void test_readers(const baton_kind_info_t *k)
     CHECK(on_other_thread(baton_trylock, l) == 0 && on_other_thread(baton_unlock, l) == 0,
           "%s: free after the readers left", spec);
     CHECK(baton_lock_free(l) == 0, "%s", spec);
+    if (k->caps & BATON_CAP_RW)
+        test_tryrlock(spec);
 }
 
 /* After fork the child can use the locks (servers re-created). */

@@ -60,6 +60,22 @@ static void mrqd_runlock(void *s)
     ri_depart(&((mrqd_lock_t *)s)->readers);
 }
 
+/* A reader's entry that never waits: arrive, and if a writer holds the
+ * mutex (a helper running operations, or exclusive use) or is taking it
+ * (waiting for readers to leave), depart again.  Refusing while a writer
+ * waits keeps writer preference. */
+static int mrqd_tryrlock(void *s)
+{
+    mrqd_lock_t *l = s;
+    ri_arrive(&l->readers);
+    /* seq_cst: the reader's half of the Dekker pattern (indicator.h); also
+     * an acquire, pairing with the releasing store of the mutex's unlock. */
+    if (baton_load(&l->qd.mutex.word, memory_order_seq_cst) == 0)
+        return 0;
+    ri_depart(&l->readers);
+    return EBUSY;
+}
+
 /* Plain exclusive use: the mutex, then wait for readers to leave. */
 static void k_lock(void *s)
 {
@@ -135,5 +151,5 @@ const baton_kind_t baton_kind_mrqd = {
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .is_locked = k_is_locked,
     .execute = mrqd_execute, .delegate = mrqd_delegate, .rlock = mrqd_rlock,
-    .runlock = mrqd_runlock, .stats = k_stats,
+    .runlock = mrqd_runlock, .tryrlock = mrqd_tryrlock, .stats = k_stats,
 };

@@ -55,6 +55,7 @@ typedef struct baton_kind {
     /* Readers (BATON_CAP_RW); NULL means lock/unlock. */
     void (*rlock)(void *state);
     void (*runlock)(void *state);
+    int (*tryrlock)(void *state); /* 0, or EBUSY while a writer holds or waits (NULL: trylock) */
     /* Counters (NULL: the kind keeps none). */
     void (*stats)(void *state, baton_stats_t *out);
     /* Wrapper kinds ("rw(<kind>)"): the spec names an inner lock. */

@@ -87,6 +87,21 @@ static void k_rlock(void *s)
 
 static void k_runlock(void *s) { ri_depart(&((rw_lock_t *)s)->readers); }
 
+/* A reader's entry that never waits: arrive, and if a writer holds the lock
+ * or is taking it (waiting for readers to leave), depart again.  Refusing
+ * while a writer waits keeps writer preference. */
+static int k_tryrlock(void *s)
+{
+    rw_lock_t *l = s;
+    ri_arrive(&l->readers);
+    /* seq_cst: the reader's half of the Dekker pattern (indicator.h); also
+     * an acquire, pairing with the release in k_unlock(). */
+    if (baton_load(&l->writer, memory_order_seq_cst) == 0)
+        return 0;
+    ri_depart(&l->readers);
+    return EBUSY;
+}
+
 /* --- registry entry ------------------------------------------------------- */
 
 enum { OPT_READERS, OPT_PATIENCE };
@@ -144,5 +159,6 @@ const baton_kind_t baton_kind_rw = {
     .options = rw_options, .noptions = sizeof rw_options / sizeof rw_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .is_locked = k_is_locked, .rlock = k_rlock, .runlock = k_runlock,
+    .tryrlock = k_tryrlock,
     .wrapper = true,
 };
