@@ -1,0 +1,512 @@
+/* rwlock.c - pthread_rwlock_* for libbaton-preload.so.
+ *
+ * Real readers-writer semantics over the BATON_RWLOCK kind (default mrqd;
+ * any kind with BATON_CAP_RW, e.g. rw(relay), rw(mcs)): readers share the
+ * kind's rlock/tryrlock/runlock, writers its lock/trylock/unlock.
+ *
+ * Layout inside the 56 bytes of pthread_rwlock_t (glibc's fields in
+ * brackets, x86_64):
+ *
+ *   0   owner    the writer's token, 0 when no writer holds it   [__readers, __writers]
+ *   8   handle   the slab handle of `state`                       [__wrphase_futex]
+ *   16  prof     the profiler's record (BATON_PROFILE only)       [__writers_futex, __pad3]
+ *   28  shared   0 in every baton rwlock; 1 in a process-shared   [__shared]
+ *                rwlock, made by glibc's own pthread_rwlock_init
+ *   40  state    the kind's lock state, in a slab slot            [__pad2]
+ *                (preload.h), created on first use
+ *   48  (glibc's __flags: left as the initializer wrote it)
+ *
+ * Why these positions.  PTHREAD_RWLOCK_INITIALIZER and
+ * PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP are all zeros but
+ * __flags, so a static rwlock reads as "baton's, no state yet" and is
+ * adopted on first use: whoever gets there first creates a state and
+ * publishes it with one CAS; racing threads free theirs and use the
+ * winner's.  glibc's pthread_rwlock_init zeroes the whole object and sets
+ * __shared to 1 for PTHREAD_PROCESS_SHARED; it never writes __pad2 again.
+ * So a non-NULL `state` (offset 40) can only be baton's, which keeps the
+ * fast path to one load, and a NULL one is looked at closer: `shared` set
+ * means a process-shared rwlock that glibc runs (baton's states live in
+ * this process's slabs, useless to another process), forwarded for good.
+ *
+ * Error codes are glibc's: rdlock, wrlock and the timed variants by the
+ * thread that holds the write lock EDEADLK; wrlock by a thread that holds
+ * a read lock EDEADLK (glibc would hang; POSIX allows EDEADLK); trylocks
+ * EBUSY; the timed variants EINVAL for a bad tv_nsec or clock before
+ * anything else, even when the lock is free (glibc's rwlocks check first,
+ * unlike its mutexes; POSIX allows both), ETIMEDOUT once the absolute
+ * deadline has passed; unlock of a lock the caller does not hold EPERM.  Chosen where glibc differs: destroy of
+ * a held rwlock returns EBUSY (glibc returns 0 and leaves it broken; POSIX
+ * allows EBUSY) and changes nothing.
+ *
+ * Recursive read locks.  POSIX lets a thread take a read lock it already
+ * holds.  The baton kinds prefer writers: a reader waits while a writer
+ * waits for readers to leave, so a thread that holds a read lock and asks
+ * for another while a writer waits would wait for a writer that waits for
+ * it.  So each thread keeps the read locks it holds, with a count each (a
+ * small thread-local array, grown into mmap()ed memory when a thread holds
+ * more than RD_INLINE at once, so that no overflow ever has to be guessed
+ * at), and a repeated read lock only counts: the kind is entered once per
+ * thread and lock, and left when the count drops to zero.  No kind entry
+ * point is needed for this: while the thread is counted in the kind's
+ * reader indicator no writer can get in, so there is nothing to wait for.
+ * The same table answers "does this thread hold a read lock?" for unlock
+ * (read or write is decided by comparing the owner token with ours) and for
+ * wrlock's EDEADLK.  A consequence: a read lock must be released by the
+ * thread that took it (POSIX requires it; the kinds' reader indicators
+ * count per thread too), otherwise unlock returns EPERM.
+ *
+ * Unlock never touches the pthread_rwlock_t after the kind's release, so a
+ * thread may destroy and free it at once.
+ */
+#include "preload.h"
+#include "../core/thread.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+typedef struct pl_rwlock {
+    _Atomic uintptr_t owner;     /* 0 */
+    _Atomic uint32_t handle;     /* 8 */
+    uint32_t spare0;
+    _Atomic(pl_prof_t *) prof;   /* 16 */
+    uint32_t spare1;             /* 24 */
+    int shared;                  /* 28: glibc's __shared */
+    uint64_t spare2;             /* 32 */
+    _Atomic(void *) state;       /* 40: glibc's __pad2 */
+} pl_rwlock_t;
+
+_Static_assert(sizeof(pl_rwlock_t) <= offsetof(pthread_rwlock_t, __data.__flags),
+               "baton's rwlock leaves glibc's __flags alone");
+_Static_assert(offsetof(pl_rwlock_t, shared) == offsetof(pthread_rwlock_t, __data.__shared),
+               "the marker is glibc's __shared");
+_Static_assert(offsetof(pl_rwlock_t, state) == offsetof(pthread_rwlock_t, __data.__pad2),
+               "the state pointer sits where glibc never writes after init");
+_Static_assert(_Alignof(pthread_rwlock_t) >= _Alignof(pl_rwlock_t), "alignment");
+
+/* --- the read locks this thread holds ------------------------------------------ */
+
+typedef struct rd_entry {
+    const pl_rwlock_t *lock;
+    uint32_t count; /* read locks of `lock` held by this thread (>= 1) */
+} rd_entry_t;
+
+#define RD_INLINE 8u
+
+/* Entries [0, n): the first RD_INLINE in `inl`, the rest in `more`
+ * (mmap()ed on demand, freed at thread exit).  Only its thread touches it. */
+typedef struct rd_set {
+    uint32_t n;
+    uint32_t more_cap;
+    rd_entry_t *more;
+    rd_entry_t inl[RD_INLINE];
+} rd_set_t;
+
+static _Thread_local rd_set_t rd __attribute__((tls_model("initial-exec")));
+
+static inline rd_entry_t *rd_at(uint32_t i)
+{
+    return i < RD_INLINE ? &rd.inl[i] : &rd.more[i - RD_INLINE];
+}
+
+static inline rd_entry_t *rd_find(const pl_rwlock_t *r)
+{
+    for (uint32_t i = 0; i < rd.n; i++) {
+        rd_entry_t *e = rd_at(i);
+        if (e->lock == r)
+            return e;
+    }
+    return NULL;
+}
+
+static pthread_key_t rd_key;
+static pthread_once_t rd_key_once = PTHREAD_ONCE_INIT;
+
+/* At thread exit: give back the overflow array. */
+static void rd_exit(void *arg)
+{
+    rd_set_t *set = arg;
+    if (set->more != NULL)
+        munmap(set->more, set->more_cap * sizeof(rd_entry_t));
+    set->more = NULL;
+    set->more_cap = 0;
+    if (set->n > RD_INLINE)
+        set->n = RD_INLINE;
+}
+
+static void rd_key_create(void)
+{
+    if (pthread_key_create(&rd_key, rd_exit) != 0)
+        pl_die("pthread_key_create failed");
+}
+
+/* Make room for one more entry: false when memory is exhausted. */
+__attribute__((noinline, cold)) static bool rd_grow(void)
+{
+    uint32_t cap = rd.more_cap ? rd.more_cap * 2u : 4096u / (uint32_t)sizeof(rd_entry_t);
+    rd_entry_t *m = mmap(NULL, cap * sizeof(rd_entry_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         -1, 0);
+    if (m == MAP_FAILED)
+        return false;
+    if (rd.more != NULL) {
+        memcpy(m, rd.more, rd.more_cap * sizeof(rd_entry_t));
+        munmap(rd.more, rd.more_cap * sizeof(rd_entry_t));
+    } else {
+        (void)pthread_once(&rd_key_once, rd_key_create);
+        (void)pthread_setspecific(rd_key, &rd);
+    }
+    rd.more = m;
+    rd.more_cap = cap;
+    return true;
+}
+
+static inline bool rd_room(void)
+{
+    return BATON_LIKELY(rd.n < RD_INLINE + rd.more_cap) || rd_grow();
+}
+
+/* After rd_room(). */
+static inline void rd_add(const pl_rwlock_t *r)
+{
+    rd_entry_t *e = rd_at(rd.n++);
+    e->lock = r;
+    e->count = 1;
+}
+
+static inline void rd_remove(rd_entry_t *e)
+{
+    *e = *rd_at(--rd.n);
+}
+
+/* --- state --------------------------------------------------------------------- */
+
+#define FORWARD (-1) /* the call goes to glibc */
+
+static void *create_state(pl_rwlock_t *r, int *err)
+{
+    pl_class_t *c = &pl_rwlock_class;
+    uint32_t h;
+    void *s = pl_state_new(c, &h, err);
+    if (s == NULL)
+        return NULL;
+    void *expected = NULL;
+    /* Release: publishes the initialised state; pairs with the acquire
+     * loads of `state` in every entry point.  Acquire on failure: the
+     * winner's state is initialised before we use it. */
+    if (baton_cas(&r->state, &expected, s, memory_order_acq_rel, memory_order_acquire)) {
+        baton_store(&r->handle, h, memory_order_relaxed); /* read by destroy, which the program orders after use */
+        return s;
+    }
+    (void)pl_state_free(c, s, h);
+    return expected;
+}
+
+/* No state yet: a stock class, a process-shared rwlock (FORWARD), or one to
+ * adopt now.  0 with *sp set, FORWARD, or an error code. */
+__attribute__((noinline)) static int state_slow(pl_rwlock_t *r, void **sp)
+{
+    pl_init();
+    /* `shared` is written only by init, which the program orders before use. */
+    if (pl_rwlock_class.stock || r->shared != 0)
+        return FORWARD;
+    if (pl_rwlock_class.kind->tryrlock == NULL)
+        pl_die("%s='%s': the kind has no tryrlock", pl_rwlock_class.env, pl_rwlock_class.spec);
+    int err = 0;
+    void *s = create_state(r, &err);
+    if (s == NULL)
+        return err == ENOMEM ? EAGAIN : err;
+    *sp = s;
+    return 0;
+}
+
+static inline int state_of(pl_rwlock_t *r, void **sp)
+{
+    /* Acquire: pairs with the release CAS in create_state(). */
+    void *s = baton_load(&r->state, memory_order_acquire);
+    if (BATON_LIKELY(s != NULL)) {
+        *sp = s;
+        return 0;
+    }
+    return state_slow(r, sp);
+}
+
+static pl_prof_t *prof_of(pl_rwlock_t *r, const void *caller)
+{
+    /* Relaxed: the record is found again by address if two threads race
+     * here; both store the same pointer. */
+    pl_prof_t *p = baton_load(&r->prof, memory_order_relaxed);
+    if (p == NULL) {
+        p = pl_prof_get(r, PL_PROF_RWLOCK, caller);
+        baton_store(&r->prof, p, memory_order_relaxed);
+    }
+    return p;
+}
+
+/* Relaxed: only the writer stores its own token, so a thread finds its
+ * token here only if it wrote it itself. */
+static inline bool write_held_by_me(pl_rwlock_t *r)
+{
+    return baton_load(&r->owner, memory_order_relaxed) == baton_self_token();
+}
+
+/* --- acquisition ------------------------------------------------------------------ */
+
+/* The timed variants' first check, as glibc's rwlocks make it: before
+ * anything else, whether or not the call would block. */
+static inline bool deadline_valid(clockid_t clock, const struct timespec *abstime)
+{
+    return (clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC) && pl_timespec_valid(abstime);
+}
+
+enum how { BLOCK, TRY, TIMED };
+
+/* A read lock of an adopted rwlock with state s. */
+static inline int rd_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock, const struct timespec *abstime,
+                          const void *caller)
+{
+    const baton_kind_t *k = pl_rwlock_class.kind;
+    if (BATON_UNLIKELY(rd.n != 0)) {
+        rd_entry_t *e = rd_find(r);
+        if (e != NULL) { /* held already: count (see the top of this file) */
+            if (e->count == UINT32_MAX)
+                return EAGAIN;
+            e->count++;
+            if (BATON_UNLIKELY(pl_profiling))
+                pl_prof_acquired(prof_of(r, caller), 0, false, true);
+            return 0;
+        }
+    }
+    if (BATON_UNLIKELY(write_held_by_me(r)))
+        return how == TRY ? EBUSY : EDEADLK;
+    if (BATON_UNLIKELY(!rd_room()))
+        return EAGAIN;
+    pl_prof_t *p = BATON_UNLIKELY(pl_profiling) ? prof_of(r, caller) : NULL;
+    if (BATON_LIKELY(how == BLOCK && p == NULL)) {
+        k->rlock(s);
+    } else if (k->tryrlock(s) == 0) {
+        if (p)
+            pl_prof_acquired(p, 0, false, true);
+    } else if (how == TRY) {
+        if (p)
+            pl_prof_trylock_failed(p);
+        return EBUSY;
+    } else {
+        uint64_t t0 = p ? pl_prof_now() : 0;
+        if (how == TIMED) {
+            int rc = pl_timed_acquire(k->tryrlock, s, clock, abstime);
+            if (rc != 0)
+                return rc;
+        } else {
+            k->rlock(s);
+        }
+        if (p)
+            pl_prof_acquired(p, pl_prof_now() - t0, true, true);
+    }
+    rd_add(r);
+    return 0;
+}
+
+/* The write lock of an adopted rwlock with state s. */
+static inline int wr_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock, const struct timespec *abstime,
+                          const void *caller)
+{
+    const baton_kind_t *k = pl_rwlock_class.kind;
+    uintptr_t self = baton_self_token();
+    /* Relaxed: see write_held_by_me(). */
+    if (BATON_UNLIKELY(baton_load(&r->owner, memory_order_relaxed) == self || (rd.n != 0 && rd_find(r) != NULL)))
+        return how == TRY ? EBUSY : EDEADLK;
+    pl_prof_t *p = BATON_UNLIKELY(pl_profiling) ? prof_of(r, caller) : NULL;
+    if (BATON_LIKELY(how == BLOCK && p == NULL)) {
+        k->lock(s);
+    } else if (k->trylock(s) == 0) {
+        if (p)
+            pl_prof_acquired(p, 0, false, false);
+    } else if (how == TRY) {
+        if (p)
+            pl_prof_trylock_failed(p);
+        return EBUSY;
+    } else {
+        uint64_t t0 = p ? pl_prof_now() : 0;
+        if (how == TIMED) {
+            int rc = pl_timed_acquire(k->trylock, s, clock, abstime);
+            if (rc != 0)
+                return rc;
+        } else {
+            k->lock(s);
+        }
+        if (p)
+            pl_prof_acquired(p, pl_prof_now() - t0, true, false);
+    }
+    baton_store(&r->owner, self, memory_order_relaxed); /* see write_held_by_me() */
+    return 0;
+}
+
+/* --- init / destroy ---------------------------------------------------------------- */
+
+PRELOAD_API int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlockattr_t *attr)
+{
+    pl_init();
+    if (pl_rwlock_class.stock)
+        return pl_real()->rwlock_init(prw, attr);
+    if (attr != NULL) {
+        int pshared = PTHREAD_PROCESS_PRIVATE;
+        if (pthread_rwlockattr_getpshared(attr, &pshared) != 0)
+            return EINVAL;
+        if (pshared != PTHREAD_PROCESS_PRIVATE) {
+            pl_log("rwlock %p: process-shared: glibc's own implementation", (void *)prw);
+            return pl_real()->rwlock_init(prw, attr);
+        }
+    }
+    /* All zeros: no state, no owner, `shared` 0 (baton's).  Initialisation
+     * precedes any use, which the program orders. */
+    memset(prw, 0, sizeof *prw);
+    return 0;
+}
+
+PRELOAD_API int pthread_rwlock_destroy(pthread_rwlock_t *prw)
+{
+    pl_init();
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    if (pl_rwlock_class.stock || r->shared != 0)
+        return pl_real()->rwlock_destroy(prw);
+    /* Relaxed loads: the program orders destroy after every use. */
+    if (baton_load(&r->owner, memory_order_relaxed) != 0)
+        return EBUSY;
+    void *s = baton_load(&r->state, memory_order_acquire); /* pairs with the release CAS in create_state() */
+    if (s != NULL) {
+        int rc = pl_state_free(&pl_rwlock_class, s, baton_load(&r->handle, memory_order_relaxed));
+        if (rc != 0)
+            return rc; /* EBUSY: readers inside */
+        baton_store(&r->state, NULL, memory_order_relaxed);
+    }
+    if (BATON_UNLIKELY(pl_profiling)) {
+        pl_prof_destroyed(r);
+        baton_store(&r->prof, NULL, memory_order_relaxed);
+    }
+    return 0;
+}
+
+/* --- readers ------------------------------------------------------------------------- */
+
+PRELOAD_API int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s;
+    int rc = state_of(r, &s);
+    if (BATON_UNLIKELY(rc != 0))
+        return rc == FORWARD ? pl_real()->rwlock_rdlock(prw) : rc;
+    return rd_lock(r, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+}
+
+PRELOAD_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *prw)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s;
+    int rc = state_of(r, &s);
+    if (BATON_UNLIKELY(rc != 0))
+        return rc == FORWARD ? pl_real()->rwlock_tryrdlock(prw) : rc;
+    return rd_lock(r, s, TRY, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+}
+
+PRELOAD_API int pthread_rwlock_timedrdlock(pthread_rwlock_t *prw, const struct timespec *abstime)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s;
+    int rc = state_of(r, &s);
+    if (BATON_UNLIKELY(rc != 0))
+        return rc == FORWARD ? pl_real()->rwlock_timedrdlock(prw, abstime) : rc;
+    if (!deadline_valid(CLOCK_REALTIME, abstime))
+        return EINVAL;
+    return rd_lock(r, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
+}
+
+PRELOAD_API int pthread_rwlock_clockrdlock(pthread_rwlock_t *prw, clockid_t clock, const struct timespec *abstime)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s;
+    int rc = state_of(r, &s);
+    if (BATON_UNLIKELY(rc != 0))
+        return rc == FORWARD ? pl_real()->rwlock_clockrdlock(prw, clock, abstime) : rc;
+    if (!deadline_valid(clock, abstime))
+        return EINVAL;
+    return rd_lock(r, s, TIMED, clock, abstime, __builtin_return_address(0));
+}
+
+/* --- writers ------------------------------------------------------------------------- */
+
+PRELOAD_API int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s;
+    int rc = state_of(r, &s);
+    if (BATON_UNLIKELY(rc != 0))
+        return rc == FORWARD ? pl_real()->rwlock_wrlock(prw) : rc;
+    return wr_lock(r, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+}
+
+PRELOAD_API int pthread_rwlock_trywrlock(pthread_rwlock_t *prw)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s;
+    int rc = state_of(r, &s);
+    if (BATON_UNLIKELY(rc != 0))
+        return rc == FORWARD ? pl_real()->rwlock_trywrlock(prw) : rc;
+    return wr_lock(r, s, TRY, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+}
+
+PRELOAD_API int pthread_rwlock_timedwrlock(pthread_rwlock_t *prw, const struct timespec *abstime)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s;
+    int rc = state_of(r, &s);
+    if (BATON_UNLIKELY(rc != 0))
+        return rc == FORWARD ? pl_real()->rwlock_timedwrlock(prw, abstime) : rc;
+    if (!deadline_valid(CLOCK_REALTIME, abstime))
+        return EINVAL;
+    return wr_lock(r, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
+}
+
+PRELOAD_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t clock, const struct timespec *abstime)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s;
+    int rc = state_of(r, &s);
+    if (BATON_UNLIKELY(rc != 0))
+        return rc == FORWARD ? pl_real()->rwlock_clockwrlock(prw, clock, abstime) : rc;
+    if (!deadline_valid(clock, abstime))
+        return EINVAL;
+    return wr_lock(r, s, TIMED, clock, abstime, __builtin_return_address(0));
+}
+
+/* --- unlock ---------------------------------------------------------------------------- */
+
+PRELOAD_API int pthread_rwlock_unlock(pthread_rwlock_t *prw)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    /* Acquire: pairs with the release CAS in create_state(). */
+    void *s = baton_load(&r->state, memory_order_acquire);
+    if (BATON_UNLIKELY(s == NULL)) {
+        pl_init();
+        if (pl_rwlock_class.stock || r->shared != 0) /* see state_slow() */
+            return pl_real()->rwlock_unlock(prw);
+        return EPERM; /* never locked */
+    }
+    const baton_kind_t *k = pl_rwlock_class.kind;
+    if (write_held_by_me(r)) {
+        /* Clear the owner and report the release first: after the kind's
+         * release the rwlock is not ours to touch. */
+        baton_store(&r->owner, (uintptr_t)0, memory_order_relaxed); /* see write_held_by_me() */
+        if (BATON_UNLIKELY(pl_profiling))
+            pl_prof_released(prof_of(r, NULL));
+        return k->unlock(s);
+    }
+    rd_entry_t *e = rd.n != 0 ? rd_find(r) : NULL;
+    if (BATON_UNLIKELY(e == NULL))
+        return EPERM;
+    if (--e->count != 0)
+        return 0;
+    rd_remove(e);
+    k->runlock(s);
+    return 0;
+}
