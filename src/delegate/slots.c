@@ -10,17 +10,105 @@
 _Thread_local baton_slot_table_t baton_slots __attribute__((tls_model("initial-exec")));
 
 static baton_syslock_t live_mutex = BATON_SYSLOCK_INIT;
-static baton_slot_owner_t *live;     /* under live_mutex */
 static uint64_t next_serial = 1;     /* under live_mutex */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
+/* The live owners, by serial: an open-addressing table with linear probing
+ * (under live_mutex).  A hash rather than a list because an interposed
+ * program may hold a million live locks, and every check and removal would
+ * otherwise walk them all.  A record's owner pointer may dangle once its
+ * owner is gone, so liveness is decided by serial (unique for the
+ * process's life) without touching the owner. */
+static struct {
+    uint64_t *key;               /* 0: empty */
+    baton_slot_owner_t **owner;
+    size_t cap, n;               /* cap: a power of two, or 0 */
+} live;
+
+static size_t home(uint64_t serial)
+{
+    return (size_t)((serial * 0x9e3779b97f4a7c15ull) >> 17) & (live.cap - 1);
+}
+
+static baton_slot_owner_t *live_find(uint64_t serial)
+{
+    if (live.cap == 0)
+        return NULL;
+    for (size_t i = home(serial);; i = (i + 1) & (live.cap - 1)) {
+        if (live.key[i] == serial)
+            return live.owner[i];
+        if (live.key[i] == 0)
+            return NULL;
+    }
+}
+
+static void live_put(uint64_t serial, baton_slot_owner_t *o)
+{
+    size_t i = home(serial);
+    while (live.key[i] != 0)
+        i = (i + 1) & (live.cap - 1);
+    live.key[i] = serial;
+    live.owner[i] = o;
+    live.n++;
+}
+
+static int live_insert(baton_slot_owner_t *o)
+{
+    if ((live.n + 1) * 2 > live.cap) {
+        size_t cap = live.cap ? live.cap * 2 : 64;
+        uint64_t *key = calloc(cap, sizeof *key);
+        baton_slot_owner_t **owner = calloc(cap, sizeof *owner);
+        if (!key || !owner) {
+            free(key);
+            free(owner);
+            return ENOMEM;
+        }
+        uint64_t *old_key = live.key;
+        baton_slot_owner_t **old_owner = live.owner;
+        size_t old_cap = live.cap;
+        live.key = key;
+        live.owner = owner;
+        live.cap = cap;
+        live.n = 0;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old_key[i] != 0)
+                live_put(old_key[i], old_owner[i]);
+        free(old_key);
+        free(old_owner);
+    }
+    live_put(o->serial, o);
+    return 0;
+}
+
+/* Remove by backward shift, so probing never needs tombstones. */
+static void live_remove(uint64_t serial)
+{
+    if (live.cap == 0)
+        return;
+    size_t i = home(serial);
+    while (live.key[i] != serial) {
+        if (live.key[i] == 0)
+            return;
+        i = (i + 1) & (live.cap - 1);
+    }
+    for (size_t j = (i + 1) & (live.cap - 1); live.key[j] != 0; j = (j + 1) & (live.cap - 1)) {
+        size_t h = home(live.key[j]);
+        /* Move j into the hole at i unless its home lies cyclically in (i, j]. */
+        if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+            live.key[i] = live.key[j];
+            live.owner[i] = live.owner[j];
+            i = j;
+        }
+    }
+    live.key[i] = 0;
+    live.owner[i] = NULL;
+    live.n--;
+}
+
 static bool is_live(const baton_slot_owner_t *o, uint64_t serial)
 {
-    for (const baton_slot_owner_t *p = live; p; p = p->next_live)
-        if (p == o && p->serial == serial)
-            return true;
-    return false;
+    return live_find(serial) == o;
 }
 
 /* Thread exit: hand every record back to its owner, if the owner lives. */
@@ -57,20 +145,15 @@ int baton_slot_owner_register(baton_slot_owner_t *o)
     pthread_once(&key_once, make_key);
     baton_syslock_lock(&live_mutex);
     o->serial = next_serial++;
-    o->next_live = live;
-    live = o;
+    int rc = live_insert(o);
     baton_syslock_unlock(&live_mutex);
-    return 0;
+    return rc;
 }
 
 void baton_slot_owner_unregister(baton_slot_owner_t *o)
 {
     baton_syslock_lock(&live_mutex);
-    for (baton_slot_owner_t **pp = &live; *pp; pp = &(*pp)->next_live)
-        if (*pp == o) {
-            *pp = o->next_live;
-            break;
-        }
+    live_remove(o->serial);
     baton_syslock_unlock(&live_mutex);
 }
 

@@ -27,7 +27,6 @@ typedef struct baton_slot_owner {
     uint64_t serial; /* unique for the process's life; set by register */
     void *(*make)(struct baton_slot_owner *o);
     void (*release)(struct baton_slot_owner *o, void *record);
-    struct baton_slot_owner *next_live; /* registry link (under its mutex) */
 } baton_slot_owner_t;
 
 typedef struct baton_slot_entry {
