@@ -473,3 +473,11 @@ PRELOAD_API int pthread_mutex_consistent(pthread_mutex_t *pm)
 /* pthread_mutex_consistent_np is glibc's old name; <pthread.h> redirects it
  * to pthread_mutex_consistent, and old binaries that call it by name reach
  * glibc's, which is right: only glibc's (forwarded) mutexes are robust. */
+
+/* glibc also exports its mutex calls under internal names (GLIBC_2.2.5),
+ * which older binaries and some libraries call: the same functions. */
+PL_ALIAS(__pthread_mutex_init, pthread_mutex_init)
+PL_ALIAS(__pthread_mutex_destroy, pthread_mutex_destroy)
+PL_ALIAS(__pthread_mutex_lock, pthread_mutex_lock)
+PL_ALIAS(__pthread_mutex_trylock, pthread_mutex_trylock)
+PL_ALIAS(__pthread_mutex_unlock, pthread_mutex_unlock)

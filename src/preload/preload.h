@@ -37,6 +37,18 @@
 #include <time.h>
 
 #define PRELOAD_API __attribute__((visibility("default")))
+/* Export `name` as another name of the interposed function `target`.  (gcc
+ * would have the alias repeat the nothrow/leaf attributes glibc's header
+ * gives the target; they hold for ours too.) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PL_ALIAS(name, target)                                                                       \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmissing-attributes\"")     \
+    extern __typeof(target) name __attribute__((alias(#target), visibility("default")));          \
+    _Pragma("GCC diagnostic pop")
+#else
+#define PL_ALIAS(name, target) \
+    extern __typeof(target) name __attribute__((alias(#target), visibility("default")));
+#endif
 
 /* --- classes: one configured kind and its slots ---------------------------- */
 

@@ -510,3 +510,12 @@ PRELOAD_API int pthread_rwlock_unlock(pthread_rwlock_t *prw)
     k->runlock(s);
     return 0;
 }
+
+/* glibc's internal names of the same calls (GLIBC_2.2.5). */
+PL_ALIAS(__pthread_rwlock_init, pthread_rwlock_init)
+PL_ALIAS(__pthread_rwlock_destroy, pthread_rwlock_destroy)
+PL_ALIAS(__pthread_rwlock_rdlock, pthread_rwlock_rdlock)
+PL_ALIAS(__pthread_rwlock_tryrdlock, pthread_rwlock_tryrdlock)
+PL_ALIAS(__pthread_rwlock_wrlock, pthread_rwlock_wrlock)
+PL_ALIAS(__pthread_rwlock_trywrlock, pthread_rwlock_trywrlock)
+PL_ALIAS(__pthread_rwlock_unlock, pthread_rwlock_unlock)
