@@ -47,6 +47,25 @@ static int not_offered(baton_lock_t *l, const char *what)
                                "baton_execute() or a kind with lock/unlock", what, l->kind->name);
 }
 
+/* The block baton_lock_new allocates for kind k: header, then the state. */
+static void lock_layout(const baton_kind_t *k, size_t *align, size_t *size)
+{
+    *align = k->align > BATON_CACHELINE ? k->align : BATON_CACHELINE;
+    *size = HEADER_SIZE + (k->size + *align - 1) / *align * *align;
+}
+
+size_t baton_spec_footprint(const char *spec)
+{
+    const baton_kind_t *k;
+    baton_opts_t o;
+    char canon[SPEC_MAX];
+    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0)
+        return 0;
+    size_t align, size;
+    lock_layout(k, &align, &size);
+    return baton_alloc_cost(align, size) + (k->footprint ? k->footprint(&o) : 0);
+}
+
 baton_lock_t *baton_lock_new(const char *spec)
 {
     const baton_kind_t *k;
@@ -58,8 +77,8 @@ baton_lock_t *baton_lock_new(const char *spec)
         errno = rc;
         return NULL;
     }
-    size_t align = k->align > BATON_CACHELINE ? k->align : BATON_CACHELINE;
-    size_t size = HEADER_SIZE + (k->size + align - 1) / align * align;
+    size_t align, size;
+    lock_layout(k, &align, &size);
     struct baton_lock *l = aligned_alloc(align, size);
     if (!l) {
         errno = baton_fail(ENOMEM, "out of memory allocating a '%s' lock", k->name);

@@ -18,4 +18,9 @@ int baton_spec_parse(const char *spec, const baton_kind_t **kind, baton_opts_t *
  * is_locked of wrapper kinds.)  Internal: used by rw(<kind>). */
 int baton_is_locked(baton_lock_t *lock);
 
+/* The memory baton_lock_new(spec) takes: its block (header and state) and
+ * the kind's footprint, allocator overhead included; 0 for a bad spec.
+ * Internal: rw(<kind>) reports its inner lock's cost with it. */
+size_t baton_spec_footprint(const char *spec);
+
 #endif

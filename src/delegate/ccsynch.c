@@ -282,6 +282,13 @@ static int cc_destroy(void *state)
     return 0;
 }
 
+/* What cc_init allocates: the dummy node and the live-owner entry. */
+static size_t cc_footprint(const baton_opts_t *o)
+{
+    (void)o;
+    return baton_alloc_cost(BATON_CACHELINE, sizeof(cc_node_t)) + baton_slot_owner_footprint();
+}
+
 static void cc_stats(void *state, baton_stats_t *out)
 {
     cc_lock_t *l = state;
@@ -305,5 +312,5 @@ const baton_kind_t baton_kind_ccsynch = {
     .size = sizeof(cc_lock_t), .align = _Alignof(cc_lock_t),
     .options = cc_options, .noptions = sizeof cc_options / sizeof cc_options[0],
     .init = cc_init, .destroy = cc_destroy,
-    .execute = cc_execute, .delegate = cc_delegate, .stats = cc_stats,
+    .execute = cc_execute, .delegate = cc_delegate, .stats = cc_stats, .footprint = cc_footprint,
 };

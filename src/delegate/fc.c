@@ -309,6 +309,14 @@ static int fc_init(void *state, const baton_opts_t *o)
     return baton_slot_owner_register(&l->slots);
 }
 
+/* What fc_init allocates: the live-owner entry (records come per thread,
+ * on its first operation). */
+static size_t fc_footprint(const baton_opts_t *o)
+{
+    (void)o;
+    return baton_slot_owner_footprint();
+}
+
 static int fc_destroy(void *state)
 {
     fc_lock_t *l = state;
@@ -359,5 +367,5 @@ const baton_kind_t baton_kind_fc = {
     .options = fc_options, .noptions = sizeof fc_options / sizeof fc_options[0],
     .init = fc_init, .destroy = fc_destroy, .lock = fc_lock, .trylock = fc_trylock,
     .unlock = fc_unlock, .is_locked = fc_is_locked,
-    .execute = fc_execute, .delegate = fc_delegate, .stats = fc_stats,
+    .execute = fc_execute, .delegate = fc_delegate, .stats = fc_stats, .footprint = fc_footprint,
 };

@@ -17,6 +17,7 @@
  */
 #include "queue.h"
 #include "../core/error.h"
+#include "../core/thread.h"
 #include "../core/topology.h"
 
 #include <baton/clh.h>
@@ -171,6 +172,22 @@ static int k_destroy(void *s)
     return baton_clh_destroy(&l->global);
 }
 
+/* What k_init allocates: the CPU -> group map, the groups and their
+ * queues, and the global CLH lock's queue node. */
+static size_t k_footprint(const baton_opts_t *o)
+{
+    int ncpus = baton_topo_ncpus();
+    uint16_t *map = calloc((size_t)ncpus, sizeof *map);
+    if (!map)
+        return 0;
+    int n = baton_topo_groups(map, ncpus, (int)o->value[OPT_GROUPS]);
+    free(map);
+    size_t ngroups = (size_t)(n > 0 ? n : 1);
+    return baton_alloc_cost(1, (size_t)ncpus * sizeof(uint16_t)) +
+           baton_alloc_cost(BATON_CACHELINE, ngroups * sizeof(qd_core_t)) + ngroups * qd_core_footprint(o) +
+           sizeof(baton_qnode_t); /* baton_clh_init takes one from the arena */
+}
+
 static void k_stats(void *s, baton_stats_t *out)
 {
     hqd_lock_t *l = s;
@@ -189,5 +206,5 @@ const baton_kind_t baton_kind_hqd = {
     .options = hqd_options, .noptions = sizeof hqd_options / sizeof hqd_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .is_locked = k_is_locked,
-    .execute = hqd_execute, .delegate = hqd_delegate, .stats = k_stats,
+    .execute = hqd_execute, .delegate = hqd_delegate, .stats = k_stats, .footprint = k_footprint,
 };

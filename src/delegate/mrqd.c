@@ -139,6 +139,11 @@ static int k_destroy(void *s)
 
 static void k_stats(void *s, baton_stats_t *out) { qd_core_stats(&((mrqd_lock_t *)s)->qd, out); }
 
+static size_t k_footprint(const baton_opts_t *o)
+{
+    return qd_core_footprint(o) + ri_footprint((uint32_t)o->value[OPT_READERS]);
+}
+
 const baton_kind_t baton_kind_mrqd = {
     .name = "mrqd",
     .summary = "multi-reader queue delegation: readers share, writes are delegated and detach",
@@ -151,5 +156,5 @@ const baton_kind_t baton_kind_mrqd = {
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .is_locked = k_is_locked,
     .execute = mrqd_execute, .delegate = mrqd_delegate, .rlock = mrqd_rlock,
-    .runlock = mrqd_runlock, .tryrlock = mrqd_tryrlock, .stats = k_stats,
+    .runlock = mrqd_runlock, .tryrlock = mrqd_tryrlock, .stats = k_stats, .footprint = k_footprint,
 };

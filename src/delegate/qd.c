@@ -62,6 +62,12 @@ int qd_core_init(qd_core_t *c, const baton_opts_t *o)
                          o->value[QD_OPT_CAS] != 0);
 }
 
+size_t qd_core_footprint(const baton_opts_t *o)
+{
+    /* qd_queue_init's aligned_alloc of the buffer. */
+    return baton_alloc_cost(BATON_CACHELINE, (size_t)o->value[QD_OPT_QUEUE]);
+}
+
 int qd_core_destroy(qd_core_t *c)
 {
     /* A helper still running delegated operations holds the mutex; wait for
@@ -430,5 +436,5 @@ const baton_kind_t baton_kind_qd = {
     .options = qd_options, .noptions = sizeof qd_options / sizeof qd_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .is_locked = k_is_locked,
-    .execute = qd_execute, .delegate = qd_delegate, .stats = k_stats,
+    .execute = qd_execute, .delegate = qd_delegate, .stats = k_stats, .footprint = qd_core_footprint,
 };

@@ -333,6 +333,8 @@ enum { QD_OPT_QUEUE, QD_OPT_HELP, QD_OPT_RETRIES, QD_OPT_PAD, QD_OPT_CAS, QD_NOP
     [QD_OPT_CAS] = {"cas", 0, 1, 0, "emulate fetch_add with a CAS loop"}
 
 int qd_core_init(qd_core_t *c, const baton_opts_t *o);
+/* What qd_core_init allocates (the queue buffer), allocator overhead included. */
+size_t qd_core_footprint(const baton_opts_t *o);
 /* Wait for a running session to finish; EBUSY if held through lock(). */
 int qd_core_destroy(qd_core_t *c);
 void qd_core_stats(qd_core_t *c, baton_stats_t *out);

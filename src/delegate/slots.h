@@ -21,6 +21,7 @@
 #define BATON_DELEGATE_SLOTS_H
 
 #include <baton/atomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct baton_slot_owner {
@@ -46,6 +47,8 @@ extern _Thread_local baton_slot_table_t baton_slots __attribute__((tls_model("in
 int baton_slot_owner_register(baton_slot_owner_t *o);
 /* Unregister o: no release callback runs for it after this returns. */
 void baton_slot_owner_unregister(baton_slot_owner_t *o);
+/* What registering one owner costs, at most, in the table of live owners. */
+size_t baton_slot_owner_footprint(void);
 
 void *baton_slot_get_slow(baton_slot_owner_t *o);
 

@@ -121,6 +121,8 @@ static void k_lock(void *s) { baton_clh_lock(s); }
 static int k_trylock(void *s) { return baton_clh_trylock(s); }
 static int k_unlock(void *s) { return baton_clh_unlock(s); }
 static int k_is_locked(void *s) { return baton_clh_is_locked(s); }
+/* The lock owns one queue node from the arena (the dummy init takes). */
+static size_t k_footprint(const baton_opts_t *o) { (void)o; return sizeof(baton_qnode_t); }
 
 const baton_kind_t baton_kind_clh = {
     .name = "clh",
@@ -131,5 +133,5 @@ const baton_kind_t baton_kind_clh = {
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_clh_t), .align = _Alignof(baton_clh_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .is_locked = k_is_locked, .footprint = k_footprint,
 };

@@ -60,7 +60,30 @@ typedef struct baton_kind {
     void (*stats)(void *state, baton_stats_t *out);
     /* Wrapper kinds ("rw(<kind>)"): the spec names an inner lock. */
     bool wrapper;
+    /* Bytes one lock allocates beyond `size` (queue buffers, reader
+     * indicators, arena queue nodes, an inner lock), computed from the
+     * options exactly as init allocates, allocator overhead included (see
+     * baton_alloc_cost).  NULL: none.  Memory a lock takes later, per thread
+     * that uses it, is not counted. */
+    size_t (*footprint)(const baton_opts_t *o);
 } baton_kind_t;
+
+/* What the C library's allocator takes from the heap for one block of
+ * `size` bytes (glibc's layout: an 8-byte header per block, 16-byte steps,
+ * 32 bytes at least).  align > 16 (aligned_alloc): glibc carves a block of
+ * size + align + 32 bytes and hands back the unused ends, which requests of
+ * other sizes may reuse but the next lock's mostly cannot (measured for 1M
+ * locks: within 64 bytes of this), so the whole block counts. */
+static inline size_t baton_alloc_cost(size_t align, size_t size)
+{
+    const size_t hdr = sizeof(size_t), step = 2 * sizeof(size_t), min = 4 * sizeof(size_t);
+    size_t block = (size + hdr + step - 1) / step * step;
+    if (block < min)
+        block = min;
+    if (align > step)
+        block = (block + align + min + hdr + step - 1) / step * step;
+    return block;
+}
 
 /* Every kind, defined at the bottom of its algorithm's file. */
 extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, baton_kind_mcs,

@@ -133,8 +133,9 @@ static void configure(pl_class_t *c, const char *deflt, unsigned need)
     c->slot = (k->size + align - 1) / align * align;
     if (c->slot < sizeof(uint32_t))
         c->slot = sizeof(uint32_t);
+    c->extra = k->footprint ? k->footprint(&c->opts) : 0;
     pl_log("%s: %s%s (%zu bytes per lock)", c->what, c->spec, c->stock ? " (stock: glibc's own)" : "",
-           c->stock ? (size_t)0 : c->slot);
+           c->stock ? (size_t)0 : c->slot + c->extra);
 }
 
 static void fork_prepare(void);
@@ -378,7 +379,7 @@ PRELOAD_API int baton_preload_info(int which, baton_preload_info_t *out)
     out->what = c->what;
     out->spec = c->spec;
     out->stock = c->stock;
-    out->bytes_per_lock = c->stock ? 0 : c->slot;
+    out->bytes_per_lock = c->stock ? 0 : c->slot + c->extra;
     /* Relaxed: statistics. */
     out->live = baton_load(&c->live, memory_order_relaxed);
     out->peak = baton_load(&c->peak, memory_order_relaxed);

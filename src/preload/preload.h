@@ -64,6 +64,7 @@ typedef struct pl_class {
     baton_opts_t opts;
     char spec[160];              /* canonical spec */
     size_t slot;                 /* bytes per slot */
+    size_t extra;                /* bytes each lock allocates beyond its slot (the kind's footprint) */
     /* Slots: chunk[i] holds PL_CHUNK_SLOTS slots.  Handles are 1-based. */
     _Atomic(char *) chunk[PL_MAX_CHUNKS];
     baton_syslock_t mu;          /* guards everything below */

@@ -1,5 +1,6 @@
 /* indicator.c - reader indicator: allocation and thread indices. */
 #include "indicator.h"
+#include "../locks/kind.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +20,8 @@ uint32_t baton_ri_self_slow(void)
     return i;
 }
 
-int ri_init(ri_t *r, uint32_t slots)
+/* The number of counters ri_init makes for `slots`. */
+static uint32_t ri_lines(uint32_t slots)
 {
     if (slots == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -28,6 +30,17 @@ int ri_init(ri_t *r, uint32_t slots)
     uint32_t p = 1;
     while (p < slots)
         p <<= 1;
+    return p;
+}
+
+size_t ri_footprint(uint32_t slots)
+{
+    return baton_alloc_cost(BATON_CACHELINE, ri_lines(slots) * sizeof(ri_slot_t));
+}
+
+int ri_init(ri_t *r, uint32_t slots)
+{
+    uint32_t p = ri_lines(slots);
     r->slot = aligned_alloc(BATON_CACHELINE, p * sizeof *r->slot);
     if (!r->slot)
         return ENOMEM;

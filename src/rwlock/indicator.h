@@ -20,6 +20,7 @@
 #include <baton/wait.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct ri_slot {
@@ -36,6 +37,8 @@ uint32_t baton_ri_self_slow(void);
 
 /* slots = 0: one per online CPU (at least 4), rounded up to a power of two. */
 int ri_init(ri_t *r, uint32_t slots);
+/* What ri_init(r, slots) allocates, allocator overhead included. */
+size_t ri_footprint(uint32_t slots);
 void ri_destroy(ri_t *r);
 
 static inline _Atomic uint32_t *ri_mine(const ri_t *r)

@@ -137,6 +137,18 @@ static int k_init(void *s, const baton_opts_t *o)
     return rc;
 }
 
+/* What k_init allocates: the inner lock (baton_lock_new) and the reader
+ * indicator. */
+static size_t k_footprint(const baton_opts_t *o)
+{
+    char inner[160];
+    if (o->inner_len >= sizeof inner)
+        return 0; /* init refuses it */
+    memcpy(inner, o->inner, o->inner_len);
+    inner[o->inner_len] = '\0';
+    return baton_spec_footprint(inner) + ri_footprint((uint32_t)o->value[OPT_READERS]);
+}
+
 static int k_destroy(void *s)
 {
     rw_lock_t *l = s;
@@ -161,4 +173,5 @@ const baton_kind_t baton_kind_rw = {
     .unlock = k_unlock, .is_locked = k_is_locked, .rlock = k_rlock, .runlock = k_runlock,
     .tryrlock = k_tryrlock,
     .wrapper = true,
+    .footprint = k_footprint,
 };

@@ -99,7 +99,9 @@ int main(void)
               (unsigned long long)in1.live, N, (unsigned long long)(in0.live + N));
         CHECK(in2.live == in0.live, "live mutex states %llu after destroying all, %llu before",
               (unsigned long long)in2.live, (unsigned long long)in0.live);
-        CHECK(in1.bytes_per_lock > 0 && in1.bytes_per_lock <= 4096, "bytes_per_lock %zu is not plausible",
+        /* A sanity check of the number itself (qd's queue option goes up to
+         * 64 KiB); the RSS bound above is what holds the report honest. */
+        CHECK(in1.bytes_per_lock > 0 && in1.bytes_per_lock <= 256 * 1024, "bytes_per_lock %zu is not plausible",
               in1.bytes_per_lock);
     }
     return ptest_end("RSS growth %.1f MiB within %.1f MiB", growth / 1048576.0, bound / 1048576.0);
