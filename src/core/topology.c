@@ -1,7 +1,9 @@
 /* topology.c - CPU groups from sysfs (see topology.h). */
 #include "topology.h"
+#include "syslock.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -79,15 +81,8 @@ static int groups_from_lists(uint16_t *cpu_group, int ncpus, const char *fmt, in
     return groups;
 }
 
-int baton_topo_groups(uint16_t *cpu_group, int ncpus, int want)
+static int detect_groups(uint16_t *cpu_group, int ncpus)
 {
-    if (want > 0) {
-        if (want > ncpus)
-            want = ncpus;
-        for (int c = 0; c < ncpus; c++)
-            cpu_group[c] = (uint16_t)((long)c * want / ncpus);
-        return want;
-    }
     unsigned char member[4096];
     char line[1024], path[256];
     /* NUMA nodes. */
@@ -128,4 +123,39 @@ int baton_topo_groups(uint16_t *cpu_group, int ncpus, int want)
     for (int c = 0; c < ncpus; c++)
         cpu_group[c] = 0;
     return 1;
+}
+
+/* The machine's groups are read from sysfs once per process: a program
+ * under the interposer may create a million hqd locks. */
+static baton_syslock_t cache_mu = BATON_SYSLOCK_INIT;
+static uint16_t *cache_map; /* under cache_mu */
+static int cache_ncpus, cache_groups;
+
+int baton_topo_groups(uint16_t *cpu_group, int ncpus, int want)
+{
+    if (want > 0) {
+        if (want > ncpus)
+            want = ncpus;
+        for (int c = 0; c < ncpus; c++)
+            cpu_group[c] = (uint16_t)((long)c * want / ncpus);
+        return want;
+    }
+    baton_syslock_lock(&cache_mu);
+    if (cache_map != NULL && cache_ncpus == ncpus) {
+        memcpy(cpu_group, cache_map, (size_t)ncpus * sizeof *cpu_group);
+        int g = cache_groups;
+        baton_syslock_unlock(&cache_mu);
+        return g;
+    }
+    int g = detect_groups(cpu_group, ncpus);
+    uint16_t *map = malloc((size_t)ncpus * sizeof *map);
+    if (map != NULL) {
+        memcpy(map, cpu_group, (size_t)ncpus * sizeof *map);
+        free(cache_map);
+        cache_map = map;
+        cache_ncpus = ncpus;
+        cache_groups = g;
+    }
+    baton_syslock_unlock(&cache_mu);
+    return g;
 }
