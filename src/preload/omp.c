@@ -1,0 +1,574 @@
+/* omp.c - GNU OpenMP's lock calls for libbaton-preload.so: omp_*_lock,
+ * omp_*_nest_lock, GOMP_critical_start/end, GOMP_critical_name_start/end and
+ * GOMP_atomic_start/end, for programs compiled with gcc -fopenmp.
+ *
+ * ABI.  The layouts are those of GCC's <omp.h> since GCC 4.4 (libgomp's
+ * OMP_3.0 symbol versions) on Linux with 8-byte pointers: omp_lock_t is 4
+ * bytes (aligned 4), omp_nest_lock_t 16 bytes (8 + sizeof(void *), aligned
+ * 8).  The interposer's definitions are unversioned, so they also bind
+ * references to the OMP_1.0 versions, which only binaries built with GCC
+ * older than 4.4 (2009) use; their omp_nest_lock_t was 8 bytes, so such
+ * binaries must not be run with a baton BATON_LOCK (their simple locks
+ * would work; nest locks would overrun).  Programs compiled by clang against
+ * LLVM's <omp.h> (libomp) have an 8-byte omp_nest_lock_t and are not
+ * supported either (their critical sections are __kmpc_* calls, which this
+ * file does not replace).  GCC's Fortran entry points (omp_set_lock_ ...)
+ * call libgomp's C functions internally and are not replaced.
+ *
+ * Layout.  The lock state of the BATON_LOCK kind (pl_mutex_class) lives in a
+ * slab slot (preload.h); the OpenMP object names it:
+ *
+ *   omp_lock_t       0  handle   the slot's 32-bit handle, 0 = none yet
+ *   omp_nest_lock_t  0  handle   as above
+ *                    4  count    nesting depth (owner only), 0 when free
+ *                    8  owner    the owner's token (baton_self_token())
+ *
+ * omp_init_*lock stores handle 0 and costs nothing; the state is created on
+ * first use, published with one CAS (racers free theirs), like the static
+ * initializers of mutex.c.  So a zero-filled lock that was never initialised
+ * (non-conforming, but libgomp accepts it) works too.  Critical sections
+ * keep a state pointer: one process-wide lock for all unnamed criticals, one
+ * for GOMP_atomic_start/end (what gcc emits for atomics it cannot do with
+ * one instruction), and one per named critical in the pointer-sized,
+ * zero-initialised slot the compiler emits for each name
+ * (.gomp_critical_user_<name>).  Those states live as long as the process.
+ *
+ * Ownership.  OpenMP says tasks own locks; baton's owner is the thread.
+ * libgomp runs every task tied to the thread that started it, so a lock is
+ * released on the thread that took it, which is all the kinds need.  The
+ * difference shows only for a nest lock held across a task scheduling point:
+ * another task run by the same thread that sets it nests here (count + 1),
+ * where libgomp would block that task.
+ *
+ * Misuse (undefined in OpenMP), made harmless:
+ *   - unset of a lock that is not locked (or never was): ignored, as libgomp
+ *     ignores it.  Simple locks cannot tell who holds them (4 bytes leave no
+ *     room for an owner): a thread that unsets a lock another thread holds
+ *     releases it under kinds that do not track owners (tas, ttas, ticket,
+ *     qd), as libgomp does; kinds that track owners (mcs, clh, relay,
+ *     onespinner) refuse and the lock stays held.
+ *   - unset of a nest lock by a thread that does not own it: ignored.
+ *   - destroy of a held lock: ignored (the lock stays usable and its slot is
+ *     not recycled), with a message under BATON_VERBOSE=1; libgomp's destroy
+ *     does nothing either.
+ *   - nesting deeper than INT_MAX: omp_test_nest_lock answers 0,
+ *     omp_set_nest_lock stops the program with a message.
+ *   - no memory for a lock state (2^28 live locks): the program stops with a
+ *     message; these calls have no way to report an error.
+ *
+ * Stock mode (BATON_LOCK=pthread) forwards every call to the next
+ * definition, libgomp's, looked up by name on first use (libgomp is loaded
+ * after the preload).  libgomp does not implement omp_init_lock_with_hint
+ * (GCC 12's <omp.h> declares it, libgomp.so.1 has no such symbol); hints are
+ * advisory, so stock mode falls back to omp_init_lock, and baton mode
+ * ignores them (every lock is of the configured kind).
+ *
+ * Profiling (BATON_PROFILE): omp locks are PL_PROF_OMP records named by the
+ * lock's address, critical sections and atomics PL_PROF_CRITICAL records
+ * named by their slot; a nest lock counts its outermost acquisition and
+ * release only.
+ */
+#include "preload.h"
+#include "../core/thread.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+/* GCC's omp_lock_t and omp_nest_lock_t as this file sees them (the program's
+ * <omp.h> declares them as opaque byte arrays of the same size and
+ * alignment; <omp.h> itself comes with gcc only, so it is not included). */
+typedef struct pl_omp_lock {
+    _Atomic uint32_t handle;
+} pl_omp_lock_t;
+
+typedef struct pl_omp_nest_lock {
+    _Atomic uint32_t handle;
+    uint32_t count;           /* written by the owner only */
+    _Atomic uintptr_t owner;  /* 0 when free */
+} pl_omp_nest_lock_t;
+
+_Static_assert(sizeof(pl_omp_lock_t) == 4 && _Alignof(pl_omp_lock_t) == 4, "GCC's omp_lock_t");
+_Static_assert(sizeof(pl_omp_nest_lock_t) == 8 + sizeof(void *) && _Alignof(pl_omp_nest_lock_t) == 8,
+               "GCC's omp_nest_lock_t on LP64 Linux");
+
+/* Prototypes of what this file exports (the program's <omp.h> declares the
+ * omp_* ones with omp_lock_t * and omp_nest_lock_t *: the same ABI). */
+PRELOAD_API void omp_init_lock(pl_omp_lock_t *lock);
+PRELOAD_API void omp_init_lock_with_hint(pl_omp_lock_t *lock, int hint);
+PRELOAD_API void omp_destroy_lock(pl_omp_lock_t *lock);
+PRELOAD_API void omp_set_lock(pl_omp_lock_t *lock);
+PRELOAD_API void omp_unset_lock(pl_omp_lock_t *lock);
+PRELOAD_API int omp_test_lock(pl_omp_lock_t *lock);
+PRELOAD_API void omp_init_nest_lock(pl_omp_nest_lock_t *lock);
+PRELOAD_API void omp_init_nest_lock_with_hint(pl_omp_nest_lock_t *lock, int hint);
+PRELOAD_API void omp_destroy_nest_lock(pl_omp_nest_lock_t *lock);
+PRELOAD_API void omp_set_nest_lock(pl_omp_nest_lock_t *lock);
+PRELOAD_API void omp_unset_nest_lock(pl_omp_nest_lock_t *lock);
+PRELOAD_API int omp_test_nest_lock(pl_omp_nest_lock_t *lock);
+PRELOAD_API void GOMP_critical_start(void);
+PRELOAD_API void GOMP_critical_end(void);
+PRELOAD_API void GOMP_critical_name_start(void **pptr);
+PRELOAD_API void GOMP_critical_name_end(void **pptr);
+PRELOAD_API void GOMP_atomic_start(void);
+PRELOAD_API void GOMP_atomic_end(void);
+
+/* --- stock mode: libgomp's own functions ------------------------------------------ */
+
+enum {
+    S_INIT, S_INIT_HINT, S_DESTROY, S_SET, S_UNSET, S_TEST,
+    S_NINIT, S_NINIT_HINT, S_NDESTROY, S_NSET, S_NUNSET, S_NTEST,
+    S_CSTART, S_CEND, S_CNSTART, S_CNEND, S_ASTART, S_AEND,
+    S_COUNT
+};
+
+static const char *const stock_names[S_COUNT] = {
+    "omp_init_lock", "omp_init_lock_with_hint", "omp_destroy_lock", "omp_set_lock",
+    "omp_unset_lock", "omp_test_lock",
+    "omp_init_nest_lock", "omp_init_nest_lock_with_hint", "omp_destroy_nest_lock",
+    "omp_set_nest_lock", "omp_unset_nest_lock", "omp_test_nest_lock",
+    "GOMP_critical_start", "GOMP_critical_end", "GOMP_critical_name_start",
+    "GOMP_critical_name_end", "GOMP_atomic_start", "GOMP_atomic_end",
+};
+
+typedef void (*pl_fn)(void); /* any function; cast to its type to call it */
+static _Atomic(pl_fn) stock_fns[S_COUNT];
+
+/* libgomp's definition of function `i`, looked up once. */
+__attribute__((noinline)) static pl_fn stock_lookup(int i)
+{
+    void *p = pl_next_symbol(stock_names[i]);
+    if (p == NULL && (i == S_INIT_HINT || i == S_NINIT_HINT))
+        return stock_lookup(i == S_INIT_HINT ? S_INIT : S_NINIT); /* hints are advisory */
+    if (p == NULL)
+        pl_die("BATON_LOCK=pthread: cannot find GNU OpenMP's %s (is the program linked with libgomp?)",
+               stock_names[i]);
+    pl_fn f;
+    memcpy(&f, &p, sizeof f); /* dlsym's object pointer to a function pointer */
+    /* Release: pairs with the acquire in stock(); every thread that looks
+     * the name up stores the same value. */
+    baton_store(&stock_fns[i], f, memory_order_release);
+    return f;
+}
+
+static inline pl_fn stock(int i)
+{
+    /* Acquire: pairs with the release in stock_lookup(). */
+    pl_fn f = baton_load(&stock_fns[i], memory_order_acquire);
+    return BATON_LIKELY(f != NULL) ? f : stock_lookup(i);
+}
+
+/* Is BATON_LOCK=pthread?  Also configures the interposer on first use. */
+static inline bool stock_mode(void)
+{
+    pl_init();
+    return pl_mutex_class.stock;
+}
+
+/* --- lock states ------------------------------------------------------------------- */
+
+__attribute__((noreturn, cold)) static void no_state(const char *what, int err)
+{
+    pl_die("%s: cannot create a %s lock (error %d%s)", what, pl_mutex_class.spec, err,
+           err == ENOMEM ? ": out of memory" : "");
+}
+
+/* The state named by the handle word `hw`, created (and published with a
+ * CAS from 0) on first use. */
+__attribute__((noinline)) static void *create_by_handle(_Atomic uint32_t *hw, const char *what)
+{
+    pl_class_t *c = &pl_mutex_class;
+    uint32_t h;
+    int err = 0;
+    void *s = pl_state_new(c, &h, &err);
+    if (s == NULL)
+        no_state(what, err);
+    uint32_t expected = 0;
+    /* Release: publishes the initialised state; pairs with the acquire
+     * loads of the handle in handle_state().  Acquire on failure: the
+     * winner's state is initialised before we use it. */
+    if (baton_cas(hw, &expected, h, memory_order_acq_rel, memory_order_acquire))
+        return s;
+    (void)pl_state_free(c, s, h);
+    return pl_state_at(c, expected);
+}
+
+static inline void *handle_state(_Atomic uint32_t *hw, const char *what)
+{
+    /* Acquire: pairs with the release CAS in create_by_handle(). */
+    uint32_t h = baton_load(hw, memory_order_acquire);
+    return BATON_LIKELY(h != 0) ? pl_state_at(&pl_mutex_class, h) : create_by_handle(hw, what);
+}
+
+/* The same for a critical section's pointer slot. */
+__attribute__((noinline)) static void *create_in_slot(_Atomic(void *) *slot, const char *what)
+{
+    pl_class_t *c = &pl_mutex_class;
+    uint32_t h;
+    int err = 0;
+    void *s = pl_state_new(c, &h, &err);
+    if (s == NULL)
+        no_state(what, err);
+    void *expected = NULL;
+    /* Release: publishes the initialised state; pairs with the acquire in
+     * slot_state().  Acquire on failure: the winner's state is ready. */
+    if (baton_cas(slot, &expected, s, memory_order_acq_rel, memory_order_acquire))
+        return s;
+    (void)pl_state_free(c, s, h);
+    return expected;
+}
+
+static inline void *slot_state(_Atomic(void *) *slot, const char *what)
+{
+    /* Acquire: pairs with the release CAS in create_in_slot(). */
+    void *s = baton_load(slot, memory_order_acquire);
+    return BATON_LIKELY(s != NULL) ? s : create_in_slot(slot, what);
+}
+
+/* --- acquiring and releasing, profiled when asked ------------------------------------ */
+
+/* The profiler's record of the lock at `addr`; `cache`, where there is one,
+ * keeps it (relaxed: racers store the same pointer, found again by address). */
+static pl_prof_t *prof_of(const void *addr, pl_prof_type type, _Atomic(pl_prof_t *) *cache, const void *caller)
+{
+    pl_prof_t *p = cache ? baton_load(cache, memory_order_relaxed) : NULL;
+    if (p == NULL) {
+        p = pl_prof_get(addr, type, caller);
+        if (cache)
+            baton_store(cache, p, memory_order_relaxed);
+    }
+    return p;
+}
+
+__attribute__((noinline)) static void acquire_profiled(void *s, const void *addr, pl_prof_type type,
+                                                       _Atomic(pl_prof_t *) *cache, const void *caller)
+{
+    const baton_kind_t *k = pl_mutex_class.kind;
+    pl_prof_t *p = prof_of(addr, type, cache, caller);
+    if (k->trylock(s) == 0) {
+        pl_prof_acquired(p, 0, false, false);
+        return;
+    }
+    uint64_t t0 = pl_prof_now();
+    k->lock(s);
+    pl_prof_acquired(p, pl_prof_now() - t0, true, false);
+}
+
+static inline void acquire(void *s, const void *addr, pl_prof_type type, _Atomic(pl_prof_t *) *cache,
+                           const void *caller)
+{
+    if (BATON_LIKELY(!pl_profiling))
+        pl_mutex_class.kind->lock(s);
+    else
+        acquire_profiled(s, addr, type, cache, caller);
+}
+
+static inline int try_acquire(void *s, const void *addr, pl_prof_type type, const void *caller)
+{
+    int rc = pl_mutex_class.kind->trylock(s);
+    if (BATON_UNLIKELY(pl_profiling)) {
+        pl_prof_t *p = prof_of(addr, type, NULL, caller);
+        if (rc == 0)
+            pl_prof_acquired(p, 0, false, false);
+        else
+            pl_prof_trylock_failed(p);
+    }
+    return rc;
+}
+
+/* Release a state the caller holds (the profiler sees the release just
+ * before it happens, so the hold time ends there). */
+static inline void release(void *s, const void *addr, pl_prof_type type, _Atomic(pl_prof_t *) *cache)
+{
+    if (BATON_UNLIKELY(pl_profiling))
+        pl_prof_released(prof_of(addr, type, cache, NULL));
+    /* EPERM (an owner-tracking kind refusing a non-owner) is misuse,
+     * ignored: see the top of this file. */
+    (void)pl_mutex_class.kind->unlock(s);
+}
+
+/* Destroy the state named by a handle word, unless it is held. */
+static void destroy_by_handle(_Atomic uint32_t *hw, const void *addr, const char *what)
+{
+    if (BATON_UNLIKELY(pl_profiling))
+        pl_prof_destroyed(addr);
+    /* Acquire: pairs with the release CAS in create_by_handle(). */
+    uint32_t h = baton_load(hw, memory_order_acquire);
+    if (h == 0)
+        return; /* never used */
+    if (pl_state_free(&pl_mutex_class, pl_state_at(&pl_mutex_class, h), h) != 0) {
+        pl_log("%s(%p): the lock is held; left as it is", what, addr);
+        return;
+    }
+    /* Relaxed: the program orders destroy after every use and before any
+     * re-initialisation. */
+    baton_store(hw, 0u, memory_order_relaxed);
+}
+
+/* --- simple locks ------------------------------------------------------------------- */
+
+PRELOAD_API void omp_init_lock(pl_omp_lock_t *lock)
+{
+    if (stock_mode()) {
+        ((void (*)(pl_omp_lock_t *))stock(S_INIT))(lock);
+        return;
+    }
+    /* Relaxed: initialisation precedes every use, which the program orders
+     * (sharing a lock with other threads needs synchronisation anyway). */
+    baton_store(&lock->handle, 0u, memory_order_relaxed);
+}
+
+PRELOAD_API void omp_init_lock_with_hint(pl_omp_lock_t *lock, int hint)
+{
+    if (stock_mode()) {
+        pl_fn f = stock(S_INIT_HINT);
+        if (f == stock(S_INIT))
+            ((void (*)(pl_omp_lock_t *))f)(lock);
+        else
+            ((void (*)(pl_omp_lock_t *, int))f)(lock, hint);
+        return;
+    }
+    (void)hint; /* advisory: every lock is of the configured kind */
+    baton_store(&lock->handle, 0u, memory_order_relaxed); /* as in omp_init_lock() */
+}
+
+PRELOAD_API void omp_destroy_lock(pl_omp_lock_t *lock)
+{
+    if (stock_mode()) {
+        ((void (*)(pl_omp_lock_t *))stock(S_DESTROY))(lock);
+        return;
+    }
+    destroy_by_handle(&lock->handle, lock, "omp_destroy_lock");
+}
+
+PRELOAD_API void omp_set_lock(pl_omp_lock_t *lock)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        ((void (*)(pl_omp_lock_t *))stock(S_SET))(lock);
+        return;
+    }
+    void *s = handle_state(&lock->handle, "omp_set_lock");
+    acquire(s, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
+}
+
+PRELOAD_API void omp_unset_lock(pl_omp_lock_t *lock)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        ((void (*)(pl_omp_lock_t *))stock(S_UNSET))(lock);
+        return;
+    }
+    /* Acquire: pairs with the release CAS in create_by_handle() (a thread
+     * that set the lock already saw it; this only matters for misuse). */
+    uint32_t h = baton_load(&lock->handle, memory_order_acquire);
+    if (BATON_UNLIKELY(h == 0))
+        return; /* never locked: misuse, ignored */
+    void *s = pl_state_at(&pl_mutex_class, h);
+    /* Unlocking a free lock would corrupt counting kinds (ticket): ignore
+     * it, as libgomp does.  Kinds that track their owner refuse it by
+     * themselves (EPERM), so only the others pay for the check, and the
+     * profiler, which must not count a release that does not happen.  The
+     * caller holds the lock in every correct program, so the check cannot
+     * race with a legitimate release. */
+    const baton_kind_t *k = pl_mutex_class.kind;
+    if (BATON_UNLIKELY((!(k->caps & BATON_CAP_OWNER) || pl_profiling) && !k->is_locked(s)))
+        return;
+    release(s, lock, PL_PROF_OMP, NULL);
+}
+
+PRELOAD_API int omp_test_lock(pl_omp_lock_t *lock)
+{
+    if (BATON_UNLIKELY(stock_mode()))
+        return ((int (*)(pl_omp_lock_t *))stock(S_TEST))(lock);
+    void *s = handle_state(&lock->handle, "omp_test_lock");
+    return try_acquire(s, lock, PL_PROF_OMP, __builtin_return_address(0)) == 0;
+}
+
+/* --- nest locks --------------------------------------------------------------------- */
+
+static void nest_init(pl_omp_nest_lock_t *lock)
+{
+    /* Relaxed: as in omp_init_lock(). */
+    baton_store(&lock->handle, 0u, memory_order_relaxed);
+    lock->count = 0;
+    baton_store(&lock->owner, (uintptr_t)0, memory_order_relaxed);
+}
+
+PRELOAD_API void omp_init_nest_lock(pl_omp_nest_lock_t *lock)
+{
+    if (stock_mode()) {
+        ((void (*)(pl_omp_nest_lock_t *))stock(S_NINIT))(lock);
+        return;
+    }
+    nest_init(lock);
+}
+
+PRELOAD_API void omp_init_nest_lock_with_hint(pl_omp_nest_lock_t *lock, int hint)
+{
+    if (stock_mode()) {
+        pl_fn f = stock(S_NINIT_HINT);
+        if (f == stock(S_NINIT))
+            ((void (*)(pl_omp_nest_lock_t *))f)(lock);
+        else
+            ((void (*)(pl_omp_nest_lock_t *, int))f)(lock, hint);
+        return;
+    }
+    (void)hint; /* advisory */
+    nest_init(lock);
+}
+
+PRELOAD_API void omp_destroy_nest_lock(pl_omp_nest_lock_t *lock)
+{
+    if (stock_mode()) {
+        ((void (*)(pl_omp_nest_lock_t *))stock(S_NDESTROY))(lock);
+        return;
+    }
+    /* Relaxed: the program orders destroy after every use. */
+    if (baton_load(&lock->owner, memory_order_relaxed) != 0) {
+        pl_log("omp_destroy_nest_lock(%p): the lock is held; left as it is", (void *)lock);
+        return;
+    }
+    destroy_by_handle(&lock->handle, lock, "omp_destroy_nest_lock");
+}
+
+/* The nesting of a lock the caller owns goes one deeper; false if it cannot
+ * (INT_MAX). */
+static inline bool nest_deeper(pl_omp_nest_lock_t *lock)
+{
+    if (BATON_UNLIKELY(lock->count >= (uint32_t)INT_MAX))
+        return false;
+    lock->count++;
+    return true;
+}
+
+PRELOAD_API void omp_set_nest_lock(pl_omp_nest_lock_t *lock)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        ((void (*)(pl_omp_nest_lock_t *))stock(S_NSET))(lock);
+        return;
+    }
+    uintptr_t self = baton_self_token();
+    /* Relaxed: only the owner stores its own token there, so a thread finds
+     * its token only if it wrote it itself (and count is then its own). */
+    if (baton_load(&lock->owner, memory_order_relaxed) == self) {
+        if (!nest_deeper(lock))
+            pl_die("omp_set_nest_lock(%p): nested more than %d times", (void *)lock, INT_MAX);
+        return;
+    }
+    void *s = handle_state(&lock->handle, "omp_set_nest_lock");
+    acquire(s, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
+    baton_store(&lock->owner, self, memory_order_relaxed); /* see above; the lock orders the rest */
+    lock->count = 1;
+}
+
+PRELOAD_API void omp_unset_nest_lock(pl_omp_nest_lock_t *lock)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        ((void (*)(pl_omp_nest_lock_t *))stock(S_NUNSET))(lock);
+        return;
+    }
+    /* Relaxed: see omp_set_nest_lock(). */
+    if (BATON_UNLIKELY(baton_load(&lock->owner, memory_order_relaxed) != baton_self_token()))
+        return; /* not ours: misuse, ignored */
+    if (--lock->count > 0)
+        return;
+    /* Relaxed: we set the lock, so we already saw the handle's publication
+     * (the acquire in handle_state()). */
+    void *s = pl_state_at(&pl_mutex_class, baton_load(&lock->handle, memory_order_relaxed));
+    /* Clear the owner before the release: afterwards the lock is not ours
+     * to touch (another thread may destroy and free it at once). */
+    baton_store(&lock->owner, (uintptr_t)0, memory_order_relaxed);
+    release(s, lock, PL_PROF_OMP, NULL);
+}
+
+PRELOAD_API int omp_test_nest_lock(pl_omp_nest_lock_t *lock)
+{
+    if (BATON_UNLIKELY(stock_mode()))
+        return ((int (*)(pl_omp_nest_lock_t *))stock(S_NTEST))(lock);
+    uintptr_t self = baton_self_token();
+    /* Relaxed: see omp_set_nest_lock(). */
+    if (baton_load(&lock->owner, memory_order_relaxed) == self)
+        return nest_deeper(lock) ? (int)lock->count : 0;
+    void *s = handle_state(&lock->handle, "omp_test_nest_lock");
+    if (try_acquire(s, lock, PL_PROF_OMP, __builtin_return_address(0)) != 0)
+        return 0;
+    baton_store(&lock->owner, self, memory_order_relaxed); /* see omp_set_nest_lock() */
+    lock->count = 1;
+    return 1;
+}
+
+/* --- critical sections ---------------------------------------------------------------- */
+
+/* The unnamed critical section's lock and GOMP_atomic_start's, created on
+ * first use; their profiler records (one lookup each, then cached). */
+static _Atomic(void *) critical_lock, atomic_lock;
+static _Atomic(pl_prof_t *) critical_prof, atomic_prof;
+
+PRELOAD_API void GOMP_critical_start(void)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        stock(S_CSTART)();
+        return;
+    }
+    void *s = slot_state(&critical_lock, "GOMP_critical_start");
+    acquire(s, &critical_lock, PL_PROF_CRITICAL, &critical_prof, __builtin_return_address(0));
+}
+
+PRELOAD_API void GOMP_critical_end(void)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        stock(S_CEND)();
+        return;
+    }
+    /* Acquire: pairs with the release CAS in create_in_slot(). */
+    void *s = baton_load(&critical_lock, memory_order_acquire);
+    if (BATON_LIKELY(s != NULL))
+        release(s, &critical_lock, PL_PROF_CRITICAL, &critical_prof);
+}
+
+/* The compiler's slot for a named critical section is a pointer-sized,
+ * zero-initialised common symbol shared by every object of the program: we
+ * keep the state's pointer there. */
+PRELOAD_API void GOMP_critical_name_start(void **pptr)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        ((void (*)(void **))stock(S_CNSTART))(pptr);
+        return;
+    }
+    _Atomic(void *) *slot = (_Atomic(void *) *)pptr;
+    void *s = slot_state(slot, "GOMP_critical_name_start");
+    acquire(s, pptr, PL_PROF_CRITICAL, NULL, __builtin_return_address(0));
+}
+
+PRELOAD_API void GOMP_critical_name_end(void **pptr)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        ((void (*)(void **))stock(S_CNEND))(pptr);
+        return;
+    }
+    /* Acquire: pairs with the release CAS in create_in_slot(). */
+    void *s = baton_load((_Atomic(void *) *)pptr, memory_order_acquire);
+    if (BATON_LIKELY(s != NULL))
+        release(s, pptr, PL_PROF_CRITICAL, NULL);
+}
+
+PRELOAD_API void GOMP_atomic_start(void)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        stock(S_ASTART)();
+        return;
+    }
+    void *s = slot_state(&atomic_lock, "GOMP_atomic_start");
+    acquire(s, &atomic_lock, PL_PROF_CRITICAL, &atomic_prof, __builtin_return_address(0));
+}
+
+PRELOAD_API void GOMP_atomic_end(void)
+{
+    if (BATON_UNLIKELY(stock_mode())) {
+        stock(S_AEND)();
+        return;
+    }
+    /* Acquire: pairs with the release CAS in create_in_slot(). */
+    void *s = baton_load(&atomic_lock, memory_order_acquire);
+    if (BATON_LIKELY(s != NULL))
+        release(s, &atomic_lock, PL_PROF_CRITICAL, &atomic_prof);
+}
