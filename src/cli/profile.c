@@ -23,7 +23,7 @@ int cmd_profile(int argc, char **argv);
 typedef struct proc {
     int pid;
     char *exe;
-    char *classes[3]; /* "mutex relay:spinpark 128 bytes/lock, peak 2 live" */
+    char *classes[4]; /* "mutex relay:spinpark 128 bytes/lock, peak 2 live" */
     char *clock;
     uint64_t records, memory;
     bool complete;
@@ -111,7 +111,7 @@ static void read_report(const char *path)
             char b[96];
             snprintf(b, sizeof b, "%s (%s ticks/us)", fl[1], fl[2]);
             pr->clock = xstrdup(b);
-        } else if (strcmp(fl[0], "class") == 0 && n >= 7 && ncls < 3) {
+        } else if (strcmp(fl[0], "class") == 0 && n >= 7 && ncls < 4) {
             char b[320];
             if (strcmp(fl[2], "pthread") == 0)
                 snprintf(b, sizeof b, "%s: pthread (glibc's own)", fl[1]);
@@ -448,7 +448,7 @@ static void print_processes(FILE *f, bool symbolized)
         fprintf(f, "process %d %s: %" PRIu64 " lock record%s (%" PRIu64 " KiB of profiler memory)%s\n", p->pid,
                 p->exe ? p->exe : "?", p->records, p->records == 1 ? "" : "s", p->memory / 1024,
                 p->complete ? "" : " [report cut short]");
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             if (p->classes[k])
                 fprintf(f, "  %s\n", p->classes[k]);
     }
@@ -495,7 +495,7 @@ static int write_json(const char *path, char **cmd, int status)
         json_str(f, p->clock);
         fprintf(f, ", \"locks\": %" PRIu64 ", \"profiler_bytes\": %" PRIu64 ", \"complete\": %s, \"classes\": [",
                 p->records, p->memory, p->complete ? "true" : "false");
-        for (int k = 0; k < 3 && p->classes[k]; k++) {
+        for (int k = 0; k < 4 && p->classes[k]; k++) {
             if (k)
                 fputs(", ", f);
             json_str(f, p->classes[k]);

@@ -8,14 +8,14 @@
  * 8).  The interposer's definitions are unversioned, so they also bind
  * references to the OMP_1.0 versions, which only binaries built with GCC
  * older than 4.4 (2009) use; their omp_nest_lock_t was 8 bytes, so such
- * binaries must not be run with a baton BATON_LOCK (their simple locks
+ * binaries must not be run with a baton BATON_OMP_LOCK (their simple locks
  * would work; nest locks would overrun).  Programs compiled by clang against
  * LLVM's <omp.h> (libomp) have an 8-byte omp_nest_lock_t and are not
  * supported either (their critical sections are __kmpc_* calls, which this
  * file does not replace).  GCC's Fortran entry points (omp_set_lock_ ...)
  * call libgomp's C functions internally and are not replaced.
  *
- * Layout.  The lock state of the BATON_LOCK kind (pl_mutex_class) lives in a
+ * Layout.  The lock state of the BATON_OMP_LOCK kind (pl_omp_class; BATON_LOCK when unset) lives in a
  * slab slot (preload.h); the OpenMP object names it:
  *
  *   omp_lock_t       0  handle   the slot's 32-bit handle, 0 = none yet
@@ -56,7 +56,7 @@
  *   - no memory for a lock state (2^28 live locks): the program stops with a
  *     message; these calls have no way to report an error.
  *
- * Stock mode (BATON_LOCK=pthread) forwards every call to the next
+ * Stock mode (BATON_OMP_LOCK, or BATON_LOCK, =pthread) forwards every call to the next
  * definition, libgomp's, looked up by name on first use (libgomp is loaded
  * after the preload).  libgomp does not implement omp_init_lock_with_hint
  * (GCC 12's <omp.h> declares it, libgomp.so.1 has no such symbol); hints are
@@ -162,14 +162,14 @@ static inline pl_fn stock(int i)
 static inline bool stock_mode(void)
 {
     pl_init();
-    return pl_mutex_class.stock;
+    return pl_omp_class.stock;
 }
 
 /* --- lock states ------------------------------------------------------------------- */
 
 __attribute__((noreturn, cold)) static void no_state(const char *what, int err)
 {
-    pl_die("%s: cannot create a %s lock (error %d%s)", what, pl_mutex_class.spec, err,
+    pl_die("%s: cannot create a %s lock (error %d%s)", what, pl_omp_class.spec, err,
            err == ENOMEM ? ": out of memory" : "");
 }
 
@@ -177,7 +177,7 @@ __attribute__((noreturn, cold)) static void no_state(const char *what, int err)
  * CAS from 0) on first use. */
 __attribute__((noinline)) static void *create_by_handle(_Atomic uint32_t *hw, const char *what)
 {
-    pl_class_t *c = &pl_mutex_class;
+    pl_class_t *c = &pl_omp_class;
     uint32_t h;
     int err = 0;
     void *s = pl_state_new(c, &h, &err);
@@ -197,13 +197,13 @@ static inline void *handle_state(_Atomic uint32_t *hw, const char *what)
 {
     /* Acquire: pairs with the release CAS in create_by_handle(). */
     uint32_t h = baton_load(hw, memory_order_acquire);
-    return BATON_LIKELY(h != 0) ? pl_state_at(&pl_mutex_class, h) : create_by_handle(hw, what);
+    return BATON_LIKELY(h != 0) ? pl_state_at(&pl_omp_class, h) : create_by_handle(hw, what);
 }
 
 /* The same for a critical section's pointer slot. */
 __attribute__((noinline)) static void *create_in_slot(_Atomic(void *) *slot, const char *what)
 {
-    pl_class_t *c = &pl_mutex_class;
+    pl_class_t *c = &pl_omp_class;
     uint32_t h;
     int err = 0;
     void *s = pl_state_new(c, &h, &err);
@@ -243,7 +243,7 @@ static pl_prof_t *prof_of(const void *addr, pl_prof_type type, _Atomic(pl_prof_t
 __attribute__((noinline)) static void acquire_profiled(void *s, const void *addr, pl_prof_type type,
                                                        _Atomic(pl_prof_t *) *cache, const void *caller)
 {
-    const baton_kind_t *k = pl_mutex_class.kind;
+    const baton_kind_t *k = pl_omp_class.kind;
     pl_prof_t *p = prof_of(addr, type, cache, caller);
     if (k->trylock(s) == 0) {
         pl_prof_acquired(p, 0, false, false);
@@ -258,14 +258,14 @@ static inline void acquire(void *s, const void *addr, pl_prof_type type, _Atomic
                            const void *caller)
 {
     if (BATON_LIKELY(!pl_profiling))
-        pl_mutex_class.kind->lock(s);
+        pl_omp_class.kind->lock(s);
     else
         acquire_profiled(s, addr, type, cache, caller);
 }
 
 static inline int try_acquire(void *s, const void *addr, pl_prof_type type, const void *caller)
 {
-    int rc = pl_mutex_class.kind->trylock(s);
+    int rc = pl_omp_class.kind->trylock(s);
     if (BATON_UNLIKELY(pl_profiling)) {
         pl_prof_t *p = prof_of(addr, type, NULL, caller);
         if (rc == 0)
@@ -284,7 +284,7 @@ static inline void release(void *s, const void *addr, pl_prof_type type, _Atomic
         pl_prof_released(prof_of(addr, type, cache, NULL));
     /* EPERM (an owner-tracking kind refusing a non-owner) is misuse,
      * ignored: see the top of this file. */
-    (void)pl_mutex_class.kind->unlock(s);
+    (void)pl_omp_class.kind->unlock(s);
 }
 
 /* Destroy the state named by a handle word, unless it is held. */
@@ -296,7 +296,7 @@ static void destroy_by_handle(_Atomic uint32_t *hw, const void *addr, const char
     uint32_t h = baton_load(hw, memory_order_acquire);
     if (h == 0)
         return; /* never used */
-    if (pl_state_free(&pl_mutex_class, pl_state_at(&pl_mutex_class, h), h) != 0) {
+    if (pl_state_free(&pl_omp_class, pl_state_at(&pl_omp_class, h), h) != 0) {
         pl_log("%s(%p): the lock is held; left as it is", what, addr);
         return;
     }
@@ -362,14 +362,14 @@ PRELOAD_API void omp_unset_lock(pl_omp_lock_t *lock)
     uint32_t h = baton_load(&lock->handle, memory_order_acquire);
     if (BATON_UNLIKELY(h == 0))
         return; /* never locked: misuse, ignored */
-    void *s = pl_state_at(&pl_mutex_class, h);
+    void *s = pl_state_at(&pl_omp_class, h);
     /* Unlocking a free lock would corrupt counting kinds (ticket): ignore
      * it, as libgomp does.  Kinds that track their owner refuse it by
      * themselves (EPERM), so only the others pay for the check, and the
      * profiler, which must not count a release that does not happen.  The
      * caller holds the lock in every correct program, so the check cannot
      * race with a legitimate release. */
-    const baton_kind_t *k = pl_mutex_class.kind;
+    const baton_kind_t *k = pl_omp_class.kind;
     if (BATON_UNLIKELY((!(k->caps & BATON_CAP_OWNER) || pl_profiling) && !k->is_locked(s)))
         return;
     release(s, lock, PL_PROF_OMP, NULL);
@@ -473,7 +473,7 @@ PRELOAD_API void omp_unset_nest_lock(pl_omp_nest_lock_t *lock)
         return;
     /* Relaxed: we set the lock, so we already saw the handle's publication
      * (the acquire in handle_state()). */
-    void *s = pl_state_at(&pl_mutex_class, baton_load(&lock->handle, memory_order_relaxed));
+    void *s = pl_state_at(&pl_omp_class, baton_load(&lock->handle, memory_order_relaxed));
     /* Clear the owner before the release: afterwards the lock is not ours
      * to touch (another thread may destroy and free it at once). */
     baton_store(&lock->owner, (uintptr_t)0, memory_order_relaxed);

@@ -75,7 +75,7 @@ typedef struct pl_class {
     _Atomic uint64_t live, peak, created;
 } pl_class_t;
 
-extern pl_class_t pl_mutex_class, pl_rwlock_class, pl_spin_class;
+extern pl_class_t pl_mutex_class, pl_rwlock_class, pl_spin_class, pl_omp_class;
 
 /* Configure every class from the environment, once; safe to call from any
  * entry point, before or during constructors.  Fast when done. */

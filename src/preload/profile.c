@@ -672,7 +672,7 @@ __attribute__((destructor)) static void pl_prof_report(void)
     out_printf(&o, "# baton-profile 1\npid\t%d\nexe\t%s\n", (int)getpid(), exe_path);
     out_printf(&o, "clock\t%s\t%.3f\n", use_tsc ? "tsc" : "monotonic",
                use_tsc ? 1000.0 * 4294967296.0 / (double)tsc_mult : 1000.0);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         baton_preload_info_t in;
         if (baton_preload_info(i, &in) == 0)
             out_printf(&o, "class\t%s\t%s\t%zu\t%llu\t%llu\t%llu\n", in.what, in.stock ? "pthread" : in.spec,
