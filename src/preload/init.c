@@ -27,7 +27,7 @@
 pl_class_t pl_mutex_class = {.what = "mutex", .env = "BATON_LOCK"};
 pl_class_t pl_rwlock_class = {.what = "rwlock", .env = "BATON_RWLOCK"};
 pl_class_t pl_spin_class = {.what = "spinlock", .env = "BATON_SPIN"};
-pl_class_t pl_omp_class = {.what = "omp lock", .env = "BATON_OMP_LOCK"};
+pl_class_t pl_omp_class = {.what = "omp", .env = "BATON_OMP_LOCK"};
 
 _Atomic int pl_ready;
 int pl_verbose;
