@@ -14,7 +14,7 @@
 # default.  Rounds interleave the configurations (rotating their order).  A
 # run fails when kccachetest exits non-zero, prints "error" or "FAILED" or does not end
 # with "ok", or the interposer was not loaded; a failing configuration is
-# skipped from then on and the script exits 1.
+# skipped at that thread count from then on and the script exits 1.
 #
 # Files in --out DIR: kccache_runs.csv (every run: wall, user, sys seconds),
 # kccache.csv (medians; ratio = stock seconds / baton seconds, >1 is
@@ -94,7 +94,7 @@ one_run() {
         wall["$n|$c"]+="$w "; usr["$n|$c"]+="$u "; sys["$n|$c"]+="$s "
         printf '  r%d  -th %-2s  %-20s %7s s (user %s, sys %s)\n' "$round" "$n" "$c" "$w" "$u" "$s" >&2
     else
-        failed[$c]=$detail
+        failed["-th $n $c"]=$detail
         nfail=$((nfail + 1))
         note "FAIL: -th $n $c: $detail (log: $log)"
     fi
@@ -107,7 +107,7 @@ for ((r = 1; r <= repeat; r++)); do
     for n in "${threads[@]}"; do
         for i in $(rotate ${#configs[@]} $((r - 1))); do
             c=${configs[i]}
-            [ -n "${failed[$c]:-}" ] && continue
+            [ -n "${failed["-th $n $c"]:-}" ] && continue
             one_run "$r" "$n" "$c"
         done
     done

@@ -10,8 +10,8 @@
 # The program is ${BUILD}/bench/apps/omp_locks (or $BATON_OMP_LOCKS).  Rounds
 # interleave the configurations (rotating their order).  A run fails when the
 # program exits non-zero (its counter check failed), prints no ops_per_s, or
-# the interposer was not loaded; a failing configuration is skipped from then
-# on and the script exits 1.
+# the interposer was not loaded; a failing configuration is skipped for that
+# mode and thread count from then on and the script exits 1.
 #
 # Files in --out DIR: omp_runs.csv, omp.csv (medians; ratio = ops/s / stock
 # ops/s, >1 is better), logs/.
@@ -91,7 +91,7 @@ one_run() {
         results["$mode|$n|$c"]+="$ops "
         printf '  r%d  %-8s %2s threads  %-18s %10.4g ops/s\n' "$round" "$mode" "$n" "$c" "$ops" >&2
     else
-        failed[$c]=$detail
+        failed["$mode $n $c"]=$detail
         nfail=$((nfail + 1))
         note "FAIL: $mode $n threads $c: $detail (logs: $so, $se)"
     fi
@@ -105,7 +105,7 @@ for ((r = 1; r <= repeat; r++)); do
         for n in "${threads[@]}"; do
             for i in $(rotate ${#configs[@]} $((r - 1))); do
                 c=${configs[i]}
-                [ -n "${failed[$c]:-}" ] && continue
+                [ -n "${failed["$mode $n $c"]:-}" ] && continue
                 one_run "$r" "$mode" "$n" "$c"
             done
         done
