@@ -278,6 +278,19 @@ PRELOAD_API int pthread_mutex_destroy(pthread_mutex_t *pm)
 
 /* --- lock -------------------------------------------------------------------------- */
 
+/* The owner locks again: a RECURSIVE mutex counts (EAGAIN when the count
+ * would overflow); any other type gets `refusal` (EDEADLK, or EBUSY for
+ * trylock). */
+static int relock_by_owner(pl_mutex_t *m, uint32_t t, int refusal)
+{
+    if ((t & TYPE_MASK) != PTHREAD_MUTEX_RECURSIVE)
+        return refusal;
+    if (m->count == UINT32_MAX)
+        return EAGAIN;
+    m->count++;
+    return 0;
+}
+
 /* Everything but an adopted, unchecked mutex with a state. */
 static int lock_slow(pl_mutex_t *m, const void *caller)
 {
@@ -294,14 +307,8 @@ static int lock_slow(pl_mutex_t *m, const void *caller)
         uintptr_t self = baton_self_token();
         /* Relaxed: only the owner stores its own token, so a thread finds
          * its token here only if it wrote it itself. */
-        if (baton_load(&m->owner, memory_order_relaxed) == self) {
-            if ((t & TYPE_MASK) != PTHREAD_MUTEX_RECURSIVE)
-                return EDEADLK;
-            if (m->count == UINT32_MAX)
-                return EAGAIN;
-            m->count++;
-            return 0;
-        }
+        if (baton_load(&m->owner, memory_order_relaxed) == self)
+            return relock_by_owner(m, t, EDEADLK);
         acquire(m, s, caller);
         baton_store(&m->owner, self, memory_order_relaxed); /* see above */
         m->count = 0;
@@ -339,14 +346,8 @@ static int trylock_slow(pl_mutex_t *m, const void *caller)
     if (!checked(t))
         return try_acquire(m, s, caller);
     uintptr_t self = baton_self_token();
-    if (baton_load(&m->owner, memory_order_relaxed) == self) { /* see lock_slow() */
-        if ((t & TYPE_MASK) != PTHREAD_MUTEX_RECURSIVE)
-            return EBUSY;
-        if (m->count == UINT32_MAX)
-            return EAGAIN;
-        m->count++;
-        return 0;
-    }
+    if (baton_load(&m->owner, memory_order_relaxed) == self) /* see lock_slow() */
+        return relock_by_owner(m, t, EBUSY);
     int rc = try_acquire(m, s, caller);
     if (rc == 0) {
         baton_store(&m->owner, self, memory_order_relaxed);
@@ -382,14 +383,8 @@ static int timed_lock(pl_mutex_t *m, clockid_t clock, const struct timespec *abs
         return err == ENOMEM ? EAGAIN : err;
     t = baton_load(&m->type, memory_order_relaxed);
     uintptr_t self = baton_self_token();
-    if (checked(t) && baton_load(&m->owner, memory_order_relaxed) == self) { /* see lock_slow() */
-        if ((t & TYPE_MASK) != PTHREAD_MUTEX_RECURSIVE)
-            return EDEADLK;
-        if (m->count == UINT32_MAX)
-            return EAGAIN;
-        m->count++;
-        return 0;
-    }
+    if (checked(t) && baton_load(&m->owner, memory_order_relaxed) == self) /* see lock_slow() */
+        return relock_by_owner(m, t, EDEADLK);
     const baton_kind_t *k = pl_mutex_class.kind;
     pl_prof_t *p = BATON_UNLIKELY(pl_profiling) ? prof_of(m, caller) : NULL;
     int rc = k->trylock(s);
