@@ -1,6 +1,6 @@
 /* rwlock.c - pthread_rwlock_* for libbaton-preload.so.
  *
- * Real readers-writer semantics over the BATON_RWLOCK kind (default mrqd;
+ * Real readers-writer semantics over the BATON_RWLOCK kind (default rw(relay);
  * any kind with BATON_CAP_RW, e.g. rw(relay), rw(mcs)): readers share the
  * kind's rlock/tryrlock/runlock, writers its lock/trylock/unlock.
  *
