@@ -1,6 +1,6 @@
 /* topology.c - CPU groups from sysfs (see topology.h). */
 #include "topology.h"
-#include "syslock.h"
+#include <baton/atomic.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,10 +126,16 @@ static int detect_groups(uint16_t *cpu_group, int ncpus)
 }
 
 /* The machine's groups are read from sysfs once per process: a program
- * under the interposer may create a million hqd locks. */
-static baton_syslock_t cache_mu = BATON_SYSLOCK_INIT;
-static uint16_t *cache_map; /* under cache_mu */
-static int cache_ncpus, cache_groups;
+ * under the interposer may create a million hqd locks.  Published without a
+ * lock (a lock here could be held by another thread when the program forks,
+ * and the child would hang creating its first hqd lock): racing first
+ * callers each read sysfs, one CAS publishes, the others free theirs. */
+typedef struct topo_cache {
+    int ncpus, groups;
+    uint16_t map[];
+} topo_cache_t;
+
+static _Atomic(topo_cache_t *) cache;
 
 int baton_topo_groups(uint16_t *cpu_group, int ncpus, int want)
 {
@@ -140,22 +146,23 @@ int baton_topo_groups(uint16_t *cpu_group, int ncpus, int want)
             cpu_group[c] = (uint16_t)((long)c * want / ncpus);
         return want;
     }
-    baton_syslock_lock(&cache_mu);
-    if (cache_map != NULL && cache_ncpus == ncpus) {
-        memcpy(cpu_group, cache_map, (size_t)ncpus * sizeof *cpu_group);
-        int g = cache_groups;
-        baton_syslock_unlock(&cache_mu);
-        return g;
+    /* Acquire: pairs with the release CAS below (the map is complete). */
+    topo_cache_t *t = baton_load(&cache, memory_order_acquire);
+    if (t != NULL && t->ncpus == ncpus) {
+        memcpy(cpu_group, t->map, (size_t)ncpus * sizeof *cpu_group);
+        return t->groups;
     }
     int g = detect_groups(cpu_group, ncpus);
-    uint16_t *map = malloc((size_t)ncpus * sizeof *map);
-    if (map != NULL) {
-        memcpy(map, cpu_group, (size_t)ncpus * sizeof *map);
-        free(cache_map);
-        cache_map = map;
-        cache_ncpus = ncpus;
-        cache_groups = g;
+    topo_cache_t *mine = malloc(sizeof *mine + (size_t)ncpus * sizeof mine->map[0]);
+    if (mine != NULL) {
+        mine->ncpus = ncpus;
+        mine->groups = g;
+        memcpy(mine->map, cpu_group, (size_t)ncpus * sizeof *cpu_group);
+        topo_cache_t *expected = NULL;
+        /* Release: publishes the filled map; pairs with the acquire above.
+         * A cache for another CPU count stays; this one is not kept. */
+        if (!baton_cas(&cache, &expected, mine, memory_order_release, memory_order_relaxed))
+            free(mine);
     }
-    baton_syslock_unlock(&cache_mu);
     return g;
 }
