@@ -264,8 +264,12 @@ int pl_state_free(pl_class_t *c, void *state, uint32_t handle)
 
 static pl_class_t *const classes[] = {&pl_mutex_class, &pl_rwlock_class, &pl_spin_class, &pl_omp_class};
 
+static baton_syslock_t real_mu = BATON_SYSLOCK_INIT; /* pl_real()'s first lookup */
+
 static void fork_prepare(void)
 {
+    baton_syslock_lock(&real_mu);
+    baton_syslock_lock(&pl_prof_mu);
     for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
         baton_syslock_lock(&classes[i]->mu);
 }
@@ -274,12 +278,16 @@ static void fork_parent(void)
 {
     for (size_t i = sizeof classes / sizeof classes[0]; i-- > 0;)
         baton_syslock_unlock(&classes[i]->mu);
+    baton_syslock_unlock(&pl_prof_mu);
+    baton_syslock_unlock(&real_mu);
 }
 
 static void fork_child(void)
 {
     for (size_t i = sizeof classes / sizeof classes[0]; i-- > 0;)
         baton_syslock_reset(&classes[i]->mu);
+    baton_syslock_reset(&pl_prof_mu);
+    baton_syslock_reset(&real_mu);
 }
 
 /* --- the real functions ---------------------------------------------------------- */
@@ -301,12 +309,11 @@ const pl_real_t *pl_real(void)
 {
     static pl_real_t table;
     static _Atomic int done;
-    static baton_syslock_t mu = BATON_SYSLOCK_INIT;
     /* Acquire: pairs with the release store below, publishing the table. */
     if (BATON_LIKELY(baton_load(&done, memory_order_acquire)))
         return &table;
-    baton_syslock_lock(&mu);
-    if (!baton_load(&done, memory_order_relaxed)) { /* under mu */
+    baton_syslock_lock(&real_mu);
+    if (!baton_load(&done, memory_order_relaxed)) { /* under real_mu */
         pl_real_t t;
 #define GET(field, name) *(void **)&t.field = need(name)
         GET(mutex_init, "pthread_mutex_init");
@@ -344,7 +351,7 @@ const pl_real_t *pl_real(void)
         table = t;
         baton_store(&done, 1, memory_order_release); /* pairs with the acquire above */
     }
-    baton_syslock_unlock(&mu);
+    baton_syslock_unlock(&real_mu);
     return &table;
 }
 

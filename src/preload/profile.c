@@ -10,7 +10,7 @@
  * come from mmap()ed chunks; the address table is an open-addressing array
  * of record pointers (the record holds the key), also mmap()ed.  Lookups
  * take no lock.  A first
- * sighting takes `prof_mu` (a syslock, not a pthread mutex), looks again and
+ * sighting takes `pl_prof_mu` (a syslock, not a pthread mutex), looks again and
  * inserts, so two threads seeing a new lock at once get one record.  When the
  * table is half full a table twice the size is filled and published; the old
  * one stays mapped because a reader may still be probing it (a reader that
@@ -130,7 +130,7 @@ typedef struct pl_prof_chunk {
 /* A slot is a record pointer (NULL: empty); the record holds the key. */
 typedef struct pl_table {
     size_t mask; /* slots - 1 */
-    size_t used; /* under prof_mu */
+    size_t used; /* under pl_prof_mu */
     _Atomic(pl_prof_t *) slot[];
 } pl_table_t;
 
@@ -138,9 +138,9 @@ typedef struct pl_table {
 
 static _Atomic(pl_table_t *) table;          /* the current table */
 static _Atomic(pl_prof_chunk_t *) chunks;    /* newest chunk first */
-static baton_syslock_t prof_mu = BATON_SYSLOCK_INIT; /* first sightings, growth */
-static size_t table_bytes_total;             /* every table ever mapped; under prof_mu */
-static size_t chunk_count;                   /* under prof_mu */
+baton_syslock_t pl_prof_mu = BATON_SYSLOCK_INIT; /* first sightings, growth; fork: init.c */
+static size_t table_bytes_total;             /* every table ever mapped; under pl_prof_mu */
+static size_t chunk_count;                   /* under pl_prof_mu */
 static pl_prof_t untracked;                  /* shared by locks beyond memory */
 static _Atomic int started;                  /* pl_prof_start() ran */
 static char out_pattern[4096];               /* BATON_PROFILE_OUT, copied at start */
@@ -173,11 +173,11 @@ static pl_prof_t *table_find(pl_table_t *t, const void *addr, pl_prof_type type)
     }
 }
 
-/* Under prof_mu; the table has a free slot. */
+/* Under pl_prof_mu; the table has a free slot. */
 static void table_put(pl_table_t *t, pl_prof_t *r)
 {
     size_t i = hash_addr(r->addr) & t->mask;
-    /* Relaxed: slots are written only under prof_mu. */
+    /* Relaxed: slots are written only under pl_prof_mu. */
     while (baton_load(&t->slot[i], memory_order_relaxed) != NULL)
         i = (i + 1) & t->mask;
     /* Release: pairs with the acquire loads in table_find() and
@@ -198,10 +198,10 @@ static pl_table_t *table_map(size_t slots)
     return t;
 }
 
-/* Under prof_mu: a table with room for one more, or NULL (out of memory). */
+/* Under pl_prof_mu: a table with room for one more, or NULL (out of memory). */
 static pl_table_t *table_room(void)
 {
-    /* Relaxed: `table` is only stored under prof_mu, which we hold. */
+    /* Relaxed: `table` is only stored under pl_prof_mu, which we hold. */
     pl_table_t *t = baton_load(&table, memory_order_relaxed);
     if (t != NULL && (t->used + 1) * 2 <= t->mask + 1)
         return t;
@@ -210,7 +210,7 @@ static pl_table_t *table_room(void)
         return NULL;
     if (t != NULL) {
         for (size_t i = 0; i <= t->mask; i++) {
-            pl_prof_t *r = baton_load(&t->slot[i], memory_order_relaxed); /* written only under prof_mu */
+            pl_prof_t *r = baton_load(&t->slot[i], memory_order_relaxed); /* written only under pl_prof_mu */
             if (r != NULL)
                 table_put(n, r);
         }
@@ -221,11 +221,11 @@ static pl_table_t *table_room(void)
     return n;
 }
 
-/* Under prof_mu: a fresh zeroed record, not yet published (the chunk's
+/* Under pl_prof_mu: a fresh zeroed record, not yet published (the chunk's
  * `used` is bumped by the caller once the identity is written). */
 static pl_prof_t *record_room(pl_prof_chunk_t **chunk)
 {
-    /* Relaxed: chunks and their `used` are only written under prof_mu. */
+    /* Relaxed: chunks and their `used` are only written under pl_prof_mu. */
     pl_prof_chunk_t *c = baton_load(&chunks, memory_order_relaxed);
     if (c == NULL || baton_load(&c->used, memory_order_relaxed) == PL_PROF_CHUNK) {
         void *m = mmap(NULL, sizeof(pl_prof_chunk_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -239,13 +239,13 @@ static pl_prof_t *record_room(pl_prof_chunk_t **chunk)
         c = n;
     }
     *chunk = c;
-    return &c->rec[baton_load(&c->used, memory_order_relaxed)]; /* under prof_mu */
+    return &c->rec[baton_load(&c->used, memory_order_relaxed)]; /* under pl_prof_mu */
 }
 
 static pl_prof_t *get_slow(const void *addr, pl_prof_type type, const void *caller)
 {
-    baton_syslock_lock(&prof_mu);
-    /* Relaxed: we hold prof_mu, under which `table` is stored. */
+    baton_syslock_lock(&pl_prof_mu);
+    /* Relaxed: we hold pl_prof_mu, under which `table` is stored. */
     pl_prof_t *r = table_find(baton_load(&table, memory_order_relaxed), addr, type);
     if (r == NULL) {
         pl_prof_chunk_t *c;
@@ -263,7 +263,7 @@ static pl_prof_t *get_slow(const void *addr, pl_prof_type type, const void *call
             table_put(t, r);
         }
     }
-    baton_syslock_unlock(&prof_mu);
+    baton_syslock_unlock(&pl_prof_mu);
     return r;
 }
 
@@ -441,17 +441,17 @@ static void zero_counters(pl_prof_t *r)
 
 static void prof_fork_prepare(void)
 {
-    baton_syslock_lock(&prof_mu);
+    baton_syslock_lock(&pl_prof_mu);
 }
 
 static void prof_fork_parent(void)
 {
-    baton_syslock_unlock(&prof_mu);
+    baton_syslock_unlock(&pl_prof_mu);
 }
 
 static void prof_fork_child(void)
 {
-    baton_syslock_reset(&prof_mu);
+    baton_syslock_reset(&pl_prof_mu);
     /* Relaxed: the child has one thread. */
     for (pl_prof_chunk_t *c = baton_load(&chunks, memory_order_relaxed); c != NULL; c = c->next) {
         uint32_t n = baton_load(&c->used, memory_order_relaxed);
@@ -476,9 +476,9 @@ void pl_prof_start(void)
     if (out != NULL && strlen(out) < sizeof out_pattern)
         memcpy(out_pattern, out, strlen(out) + 1);
     untracked.type = PL_PROF_MUTEX;
-    baton_syslock_lock(&prof_mu);
+    baton_syslock_lock(&pl_prof_mu);
     table_room(); /* the first table, so that lookups rarely find none */
-    baton_syslock_unlock(&prof_mu);
+    baton_syslock_unlock(&pl_prof_mu);
     if (pthread_atfork(prof_fork_prepare, prof_fork_parent, prof_fork_child) != 0)
         pl_log("profile: pthread_atfork failed; forked children report their parent's counts too");
     pl_log("profile: clock %s", use_tsc ? "tsc" : "monotonic");
@@ -689,9 +689,9 @@ __attribute__((destructor)) static void pl_prof_report(void)
             report_record(&o, &c->rec[i], NULL);
     }
     report_record(&o, &untracked, "untracked");
-    baton_syslock_lock(&prof_mu);
+    baton_syslock_lock(&pl_prof_mu);
     size_t bytes = chunk_count * sizeof(pl_prof_chunk_t) + table_bytes_total;
-    baton_syslock_unlock(&prof_mu);
+    baton_syslock_unlock(&pl_prof_mu);
     out_printf(&o, "memory\t%zu\t%zu\n", records, bytes);
     out_printf(&o, "end\n");
     out_flush(&o);
