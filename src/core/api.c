@@ -312,6 +312,21 @@ int baton_is_locked(baton_lock_t *l)
     return l->kind->is_locked ? l->kind->is_locked(l->state) : 0;
 }
 
+void *baton_lock_state(baton_lock_t *l)
+{
+    return l->state;
+}
+
+const baton_kind_t *baton_lock_ops(const baton_lock_t *l)
+{
+    return l->kind;
+}
+
+int baton_lock_checks(const baton_lock_t *l)
+{
+    return l->check;
+}
+
 const char *baton_lock_spec(const baton_lock_t *l)
 {
     return l->spec;

@@ -23,4 +23,13 @@ int baton_is_locked(baton_lock_t *lock);
  * Internal: rw(<kind>) reports its inner lock's cost with it. */
 size_t baton_spec_footprint(const char *spec);
 
+/* A lock's state and its kind's table: elide(<kind>) reads its inner lock's
+ * word inside transactions through the kind's is_locked, with no call
+ * through the dynamic API in between.  Internal. */
+void *baton_lock_state(baton_lock_t *lock);
+const baton_kind_t *baton_lock_ops(const baton_lock_t *lock);
+/* Does the dynamic API check the lock's owner (check=1)?  Then a wrapper
+ * must call it through the API rather than the kind's ops. */
+int baton_lock_checks(const baton_lock_t *lock);
+
 #endif

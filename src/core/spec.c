@@ -130,9 +130,19 @@ int baton_spec_parse(const char *spec, const baton_kind_t **kindp, baton_opts_t 
         const char *eq = memchr(p, '=', len);
         size_t nlen = eq ? (size_t)(eq - p) : len;
         uint64_t v = 0;
-        if (!eq || parse_uint(eq + 1, len - nlen - 1, &v) != 0) {
+        /* A bare name is a switch: key=1, for the options that are 0 or 1
+         * ("elide(ttas),sleep"). */
+        if (!eq && nlen == 5 && memcmp(p, "check", 5) == 0) {
+            v = 1;
+        } else if (!eq) {
+            for (size_t j = 0; j < k->noptions; j++)
+                if (strlen(k->options[j].name) == nlen && memcmp(k->options[j].name, p, nlen) == 0 &&
+                    k->options[j].min == 0 && k->options[j].max == 1)
+                    eq = p + nlen, v = 1;
+        }
+        if (!eq || (eq < p + len && parse_uint(eq + 1, len - nlen - 1, &v) != 0)) {
             list_options(valid, sizeof valid, k);
-            return baton_fail(EINVAL, "bad option '%.*s' for '%s': expected key=<unsigned>; valid options: %s",
+            return baton_fail(EINVAL, "bad option '%.*s' for '%s': expected key=<unsigned> (or a bare switch, key alone for key=1); valid options: %s",
                               (int)len, p, k->name, valid);
         }
         if (nlen == 5 && memcmp(p, "check", 5) == 0 && v <= 1) {

@@ -99,6 +99,7 @@ static int k_trylock(void *s)
 
 static int k_unlock(void *s) { return baton_ttas_unlock(&((mrqd_lock_t *)s)->qd.mutex); }
 static int k_is_locked(void *s) { return baton_ttas_is_locked(&((mrqd_lock_t *)s)->qd.mutex); }
+static int k_has_readers(void *s) { return ri_query(&((mrqd_lock_t *)s)->readers); }
 
 /* --- registry entry ------------------------------------------------------- */
 
@@ -156,5 +157,6 @@ const baton_kind_t baton_kind_mrqd = {
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .is_locked = k_is_locked,
     .execute = mrqd_execute, .delegate = mrqd_delegate, .rlock = mrqd_rlock,
-    .runlock = mrqd_runlock, .tryrlock = mrqd_tryrlock, .stats = k_stats, .footprint = k_footprint,
+    .runlock = mrqd_runlock, .tryrlock = mrqd_tryrlock,
+    .has_readers = k_has_readers, .stats = k_stats, .footprint = k_footprint,
 };

@@ -56,6 +56,7 @@ typedef struct baton_kind {
     void (*rlock)(void *state);
     void (*runlock)(void *state);
     int (*tryrlock)(void *state); /* 0, or EBUSY while a writer holds or waits (NULL: trylock) */
+    int (*has_readers)(void *state); /* 1 while a reader holds the lock (a racy look, for elide) */
     /* Counters (NULL: the kind keeps none). */
     void (*stats)(void *state, baton_stats_t *out);
     /* Wrapper kinds ("rw(<kind>)"): the spec names an inner lock. */
@@ -89,6 +90,6 @@ static inline size_t baton_alloc_cost(size_t align, size_t size)
 extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, baton_kind_mcs,
     baton_kind_clh, baton_kind_onespinner, baton_kind_relay, baton_kind_pthread;
 extern const baton_kind_t baton_kind_qd, baton_kind_mrqd, baton_kind_hqd, baton_kind_rcl,
-    baton_kind_fc, baton_kind_ccsynch, baton_kind_rw;
+    baton_kind_fc, baton_kind_ccsynch, baton_kind_rw, baton_kind_elide;
 
 #endif

@@ -78,6 +78,7 @@ static int k_unlock(void *s)
 }
 
 static int k_is_locked(void *s) { return baton_is_locked(((rw_lock_t *)s)->inner); }
+static int k_has_readers(void *s) { return ri_query(&((rw_lock_t *)s)->readers); }
 
 static void k_rlock(void *s)
 {
@@ -171,7 +172,7 @@ const baton_kind_t baton_kind_rw = {
     .options = rw_options, .noptions = sizeof rw_options / sizeof rw_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .is_locked = k_is_locked, .rlock = k_rlock, .runlock = k_runlock,
-    .tryrlock = k_tryrlock,
+    .tryrlock = k_tryrlock, .has_readers = k_has_readers,
     .wrapper = true,
     .footprint = k_footprint,
 };
