@@ -4,7 +4,8 @@
 #                threads), write results/micro.json
 #   make test    build and run every test through ctest: the normal build,
 #                the ThreadSanitizer build of the stress suite and the
-#                AddressSanitizer build of the unit tests
+#                AddressSanitizer build of the unit tests (built without the
+#                hardware-transaction path: -DBATON_HTM=OFF)
 #
 # Other targets: build, install (PREFIX=/usr/local), test-fast (normal build
 # only), clean.
@@ -51,11 +52,11 @@ test-tsan: deps build-tsan/build.ninja
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R '^stress'
 
 build-asan/build.ninja:
-	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DBATON_SANITIZE=address -DBATON_PEERS=OFF
+	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DBATON_SANITIZE=address -DBATON_PEERS=OFF -DBATON_HTM=OFF
 
 test-asan: deps build-asan/build.ninja
-	cmake --build build-asan -j $(JOBS) --target test_api test_typed test_rcl test_combining example_critical_section
-	cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|example_critical_section)$$'
+	cmake --build build-asan -j $(JOBS) --target test_api test_typed test_rcl test_combining example_critical_section test_elide
+	cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|example_critical_section|elide.*)$$'
 
 test: test-fast test-tsan test-asan
 

@@ -279,6 +279,12 @@ int main(int argc, char **argv)
         {"mrqd", "mrqd,readers=1,read_patience=1"},
         {"rcl", "rcl,post=1"},
         {"rcl", "rcl,server=1,idle_us=1"},
+        {"elide", "elide(ttas),base"},
+        {"elide", "elide(mcs:spinpark),sleep"},
+        {"elide", "elide(relay),nretries=2,stats=0"},
+        {"elide", "elide(pthread)"},
+        {"elide", "elide(rw(relay))"},
+        {"elide", "elide(mrqd)"},
     };
     for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++) {
         if (!in_list(kinds, extra[e].kind))

@@ -171,8 +171,45 @@ typedef struct baton_stats {
     uint64_t direct_ops;    /* operations the caller ran itself, uncontended */
     uint64_t full_retries;  /* delegation: enqueue attempts refused (queue full or closed) */
     uint64_t forced_locks;  /* starvation bound reached: took the lock unconditionally */
-    uint64_t reserved[11];
+    /* Hardware lock elision (elide(<kind>)); zero for other kinds.  Every
+     * transaction started either commits or aborts, so
+     * tx_attempts == tx_commits + the sum of tx_aborts[]. */
+    uint64_t tx_attempts;   /* transactions started */
+    uint64_t tx_commits;    /* critical sections that committed speculatively */
+    uint64_t tx_aborts[8];  /* aborts, by cause: index with BATON_ABORT_* */
+    uint64_t tx_fallbacks;  /* acquisitions that tried to elide, then took the inner lock */
+    uint64_t tx_skipped;    /* acquisitions that took the inner lock without trying
+                               (adaptive back-off, or RTM unusable) */
+    uint64_t reserved[7];
 } baton_stats_t;
+
+/* Why a hardware transaction aborted (index of baton_stats_t.tx_aborts). */
+enum {
+    BATON_ABORT_CONFLICT = 0, /* another core touched the transaction's lines */
+    BATON_ABORT_CAPACITY,     /* the read or write set outgrew the cache */
+    BATON_ABORT_BUSY,         /* the lock was held for real: aborted on purpose */
+    BATON_ABORT_EXPLICIT,     /* any other explicit abort (program, nesting limit) */
+    BATON_ABORT_RETRY,        /* the CPU says a retry may succeed, no other cause */
+    BATON_ABORT_NESTED,       /* aborted inside a nested transaction */
+    BATON_ABORT_DEBUG,        /* debug breakpoint */
+    BATON_ABORT_OTHER,        /* no cause given: interrupt, system call, page
+                                 fault, an instruction that cannot run speculatively */
+    BATON_ABORT_CAUSES
+};
+/* "conflict", "capacity", "busy", "explicit", "retry", "nested", "debug",
+ * "other"; NULL past the end. */
+BATON_API const char *baton_abort_cause_name(unsigned cause);
+
+/* Hardware transactional memory on the running machine, as elide(<kind>)
+ * sees it (decided once, at first use). */
+typedef struct baton_htm_info {
+    int usable;           /* 1: elide(<kind>) speculates; 0: it is exactly <kind> */
+    const char *state;    /* "rtm", "absent", "disabled", "always-aborting",
+                             "not-built", or "inject:<cause>" (testing) */
+    const char *why;      /* one line for people */
+    unsigned probe_tries, probe_commits; /* the start-up probe's transactions */
+} baton_htm_info_t;
+BATON_API void baton_htm_info(baton_htm_info_t *out);
 
 /* Fill *out with the lock's counters (a racy snapshot while in use).
  * Returns 0, or ENOTSUP if the kind keeps none. */

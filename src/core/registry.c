@@ -27,6 +27,7 @@ static const baton_kind_t *const kinds[] = {
     &baton_kind_mrqd,
     &baton_kind_hqd,
     &baton_kind_rw,
+    &baton_kind_elide,
 };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
