@@ -29,7 +29,6 @@
 #include <immintrin.h>
 #endif
 
-#define RTM_TRIES 1000
 #define CAS_ITERS 200000
 #define RTT_BATCHES 5
 #define RTT_PER_BATCH 40000 /* 5 x 40000 = 200000 timed round trips */
@@ -54,32 +53,6 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-/* --- transactional memory --------------------------------------------------- */
-
-#if defined(__x86_64__)
-/* Only ever called when CPUID advertises RTM: elsewhere XBEGIN raises #UD.
- * Each transaction increments a volatile local, so it touches memory (the
- * stack line) and commits unless the hardware aborts it.  noinline keeps the
- * RTM code out of callers compiled without the target. */
-__attribute__((target("rtm"), noinline))
-static int rtm_commit_test(int tries)
-{
-    volatile int counter = 0;
-    int commits = 0;
-    for (int i = 0; i < tries; i++) {
-        unsigned status = _xbegin();
-        if (status == _XBEGIN_STARTED) {
-            counter = counter + 1;
-            _xend();
-            commits++;
-        }
-        /* else: aborted; the increment was rolled back.  One try each: the
-         * point is how often a trivial transaction commits at all. */
-    }
-    (void)counter;
-    return commits;
-}
-#endif
 
 /* --- measurements ------------------------------------------------------------- */
 
@@ -373,14 +346,10 @@ void machine_describe(machine_t *m, bool measure)
     m->waitpkg = f->waitpkg;
     m->monitorx = f->monitorx;
     m->rtm = f->rtm;
-    m->rtm_commits = -1;
-    m->rtm_tries = 0;
-#if defined(__x86_64__)
-    if (m->rtm) {
-        m->rtm_tries = RTM_TRIES;
-        m->rtm_commits = rtm_commit_test(RTM_TRIES);
-    }
-#endif
+    /* The library's own start-up probe: what elide(<kind>) decided. */
+    baton_htm_info(&m->htm);
+    m->rtm_commits = m->htm.probe_tries ? (int)m->htm.probe_commits : -1;
+    m->rtm_tries = (int)m->htm.probe_tries;
     m->rapl = machine_energy_joules() >= 0.0;
 
     m->rtt_cpu_a = m->rtt_cpu_b = -1;
@@ -456,6 +425,8 @@ void machine_print(FILE *f, const machine_t *m)
     else
         fprintf(f, "  %-26s present, %d/%d trivial transactions committed\n", "RTM",
                 m->rtm_commits, m->rtm_tries);
+    fprintf(f, "  %-26s %s: %s\n", "lock elision (elide)", m->htm.usable ? "speculates" : "off",
+            m->htm.why);
     fprintf(f, "  %-26s %s\n", "HLE", feat->hle ? "present" : "absent");
     fprintf(f, "  %-26s %s\n", "waitpkg (UMONITOR/UMWAIT)", m->waitpkg ? "present" : "absent");
     fprintf(f, "  %-26s %s\n", "MONITORX/MWAITX", m->monitorx ? "present" : "absent");
@@ -564,6 +535,7 @@ void machine_json(FILE *f, const machine_t *m)
     key(f, "rtm", &first);              fputs(m->rtm ? "true" : "false", f);
     key(f, "rtm_commits", &first);      fprintf(f, "%d", m->rtm_commits);
     key(f, "rtm_tries", &first);        fprintf(f, "%d", m->rtm_tries);
+    key(f, "elide", &first);            fprintf(f, "\"%s\"", m->htm.state);
     key(f, "hle", &first);              fputs(baton_cpu_features()->hle ? "true" : "false", f);
     key(f, "waitpkg", &first);          fputs(m->waitpkg ? "true" : "false", f);
     key(f, "monitorx", &first);         fputs(m->monitorx ? "true" : "false", f);

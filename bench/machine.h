@@ -3,6 +3,7 @@
 #ifndef BATON_BENCH_MACHINE_H
 #define BATON_BENCH_MACHINE_H
 
+#include <baton/baton.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -19,6 +20,7 @@ typedef struct machine {
     bool rtm;               /* CPUID advertises RTM */
     int rtm_commits;        /* of rtm_tries trivial transactions; -1 if not tried */
     int rtm_tries;
+    baton_htm_info_t htm;   /* what elide(<kind>) decided (the library's probe) */
     bool rapl;              /* /sys/class/powercap energy counter readable */
     /* measured */
     double pause_ns, xchg_ns, cas_ns;

@@ -180,6 +180,21 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
     return n;
 }
 
+/* Is `word` a switch (an option taking 0 or 1, written bare) of the kind
+ * `spec` names?  Then "elide(ttas),sleep" is one spec, not two. */
+static bool is_switch_of(const char *spec, const char *word)
+{
+    const baton_kind_info_t *kinds;
+    size_t nk = baton_kinds(&kinds), klen = strcspn(spec, ":,(");
+    char pat[BENCH_SPEC_MAX + 16];
+    snprintf(pat, sizeof pat, "%s=<0..1,", word);
+    for (size_t i = 0; i < nk; i++)
+        if (strlen(kinds[i].name) == klen && !strncmp(kinds[i].name, spec, klen))
+            return strstr(kinds[i].options, pat) == kinds[i].options ||
+                   (strstr(kinds[i].options, pat) && strstr(kinds[i].options, pat)[-1] == ' ');
+    return false;
+}
+
 int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err,
                        size_t errlen)
 {
@@ -195,7 +210,7 @@ int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, c
         }
         memcpy(item, p, len);
         item[len] = '\0';
-        if (strchr(item, '=') && pending[0]) {
+        if (pending[0] && (strchr(item, '=') || is_switch_of(pending, item))) {
             size_t used = strlen(pending);
             if (used + 1 + len >= sizeof pending) {
                 snprintf(err, errlen, "lock spec too long: '%s,%s'", pending, item);
