@@ -99,6 +99,38 @@ static bool names_wait(const char *spec)
     return false;
 }
 
+/* Write into out the spec with ":spinpark" after every kind name (the
+ * outer one, or a wrapper's inner ones) that names no policy although its
+ * kind takes spinpark and by default only spins.  Returns false if nothing
+ * changed or it did not fit. */
+static bool park_by_default(const char *spec, char *out, size_t size)
+{
+    const baton_kind_t *k;
+    baton_opts_t o;
+    char canon[160];
+    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0)
+        return false;
+    if (k->wrapper) {
+        /* name(inner)rest: rewrite the inner spec. */
+        size_t name = strcspn(spec, "(");
+        char inner[160], rewritten[160];
+        if (o.inner_len >= sizeof inner)
+            return false;
+        memcpy(inner, o.inner, o.inner_len);
+        inner[o.inner_len] = '\0';
+        if (!park_by_default(inner, rewritten, sizeof rewritten))
+            return false;
+        int n = snprintf(out, size, "%.*s(%s)%s", (int)name, spec, rewritten, o.inner + o.inner_len + 1);
+        return n > 0 && (size_t)n < size;
+    }
+    if (names_wait(spec) || !(k->caps & BATON_CAP_WAIT) ||
+        !(k->waits & BATON_WAIT_BIT(BATON_WAIT_SPINPARK)) || baton_wait_may_park(&o.wait))
+        return false;
+    size_t name = strcspn(spec, ",");
+    int n = snprintf(out, size, "%.*s:spinpark%s", (int)name, spec, spec + name);
+    return n > 0 && (size_t)n < size;
+}
+
 /* `fallback`: another variable that configures this class when c->env is
  * unset (BATON_LOCK for OpenMP locks), or NULL. */
 static void configure(pl_class_t *c, const char *deflt, unsigned need, const char *fallback)
@@ -117,16 +149,30 @@ static void configure(pl_class_t *c, const char *deflt, unsigned need, const cha
      * only spins: an unmodified program may run more threads than there
      * are cores, and a spinning FIFO lock then hands the lock to preempted
      * waiters (measured: seconds per thousand acquisitions).  Name a policy
-     * ("mcs:spin") to get pure spinning. */
+     * ("mcs:spin") to get pure spinning.  Wrappers' inner kinds too. */
     char parked[sizeof c->spec];
-    if (!names_wait(spec) && (k->caps & BATON_CAP_WAIT) &&
-        (k->waits & BATON_WAIT_BIT(BATON_WAIT_SPINPARK)) && !baton_wait_may_park(&c->opts.wait)) {
-        size_t name = strcspn(spec, ",");
-        int n = snprintf(parked, sizeof parked, "%.*s:spinpark%s", (int)name, spec, spec + name);
-        if (n > 0 && (size_t)n < sizeof parked && baton_spec_parse(parked, &k, &c->opts, canon, sizeof canon) == 0)
-            spec = parked;
-        else if (baton_spec_parse(spec, &k, &c->opts, canon, sizeof canon) != 0)
-            pl_die("%s='%s': %s", c->env, spec, baton_last_error());
+    if (park_by_default(spec, parked, sizeof parked) &&
+        baton_spec_parse(parked, &k, &c->opts, canon, sizeof canon) == 0)
+        spec = parked;
+    else if (baton_spec_parse(spec, &k, &c->opts, canon, sizeof canon) != 0)
+        pl_die("%s='%s': %s", c->env, spec, baton_last_error());
+    /* Readers elide too: elide(<kind>) stands in for an rwlock over a
+     * readers-writer inner kind, and a mutex kind is wrapped in rw() first. */
+    char rw_elided[sizeof c->spec];
+    if ((need & BATON_CAP_RW) && k == &baton_kind_elide && c->opts.inner_len < 160) {
+        char inner[160];
+        memcpy(inner, c->opts.inner, c->opts.inner_len);
+        inner[c->opts.inner_len] = '\0';
+        const char *rest = c->opts.inner + c->opts.inner_len + 1; /* elide's options */
+        const baton_kind_t *ik;
+        baton_opts_t io;
+        if (baton_spec_parse(inner, &ik, &io, canon, sizeof canon) == 0 && !(ik->caps & BATON_CAP_RW)) {
+            int n = snprintf(rw_elided, sizeof rw_elided, "elide(rw(%s))%s", inner, rest);
+            if (n > 0 && (size_t)n < sizeof rw_elided &&
+                baton_spec_parse(rw_elided, &k, &c->opts, canon, sizeof canon) == 0)
+                spec = rw_elided;
+        }
+        need &= ~(unsigned)BATON_CAP_RW; /* the inner kind is a readers-writer kind now */
     }
     if (strcmp(k->name, "pthread") == 0) {
         c->stock = true;
@@ -152,6 +198,32 @@ static void configure(pl_class_t *c, const char *deflt, unsigned need, const cha
            c->stock ? (size_t)0 : c->slot + c->extra);
 }
 
+/* BATON_RWLOCK's default: rw(relay); but when BATON_LOCK elides, readers
+ * and writers elide too: elide(rw(<inner>)), or elide(<inner>) when the
+ * inner kind is a readers-writer kind already. */
+static const char *rwlock_default(void)
+{
+    static char buf[sizeof pl_rwlock_class.spec];
+    const char *lock = getenv("BATON_LOCK");
+    const baton_kind_t *k, *ik;
+    baton_opts_t o, io;
+    char canon[160];
+    if (lock == NULL || baton_spec_parse(lock, &k, &o, canon, sizeof canon) != 0 ||
+        k != &baton_kind_elide)
+        return PL_DEFAULT_RWLOCK;
+    char inner[160];
+    if (o.inner_len >= sizeof inner)
+        return PL_DEFAULT_RWLOCK;
+    memcpy(inner, o.inner, o.inner_len);
+    inner[o.inner_len] = '\0';
+    if (baton_spec_parse(inner, &ik, &io, canon, sizeof canon) != 0)
+        return PL_DEFAULT_RWLOCK;
+    const char *rest = o.inner + o.inner_len + 1; /* the elide options */
+    int n = (ik->caps & BATON_CAP_RW) ? snprintf(buf, sizeof buf, "elide(%s)%s", inner, rest)
+                                       : snprintf(buf, sizeof buf, "elide(rw(%s))%s", inner, rest);
+    return n > 0 && (size_t)n < sizeof buf ? buf : PL_DEFAULT_RWLOCK;
+}
+
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -175,7 +247,7 @@ void pl_init_slow(void)
     const char *p = getenv("BATON_PROFILE");
     pl_profiling = p != NULL && p[0] != '\0' && strcmp(p, "0") != 0;
     configure(&pl_mutex_class, PL_DEFAULT_LOCK, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, NULL);
-    configure(&pl_rwlock_class, PL_DEFAULT_RWLOCK, BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_RW, NULL);
+    configure(&pl_rwlock_class, rwlock_default(), BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_RW, NULL);
     configure(&pl_spin_class, PL_DEFAULT_SPIN, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, NULL);
     configure(&pl_omp_class, PL_DEFAULT_OMP, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, "BATON_LOCK");
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
