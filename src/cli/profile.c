@@ -5,6 +5,8 @@
  * stdout stays its own. */
 #include "launch.h"
 
+#include <baton/baton.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <errno.h>
@@ -41,7 +43,13 @@ typedef struct rec {
     /* Symbolized: */
     char *func, *where; /* from addr2line, NULL when unknown */
     char *site;         /* what the table shows */
+    /* elide(<kind>): attempts, commits, aborts by cause, fallbacks, skipped */
+    bool elided;
+    uint64_t tx[2 + BATON_ABORT_CAUSES + 2];
 } rec_t;
+
+#define TX_FIELDS (2 + BATON_ABORT_CAUSES + 2)
+enum { TX_ATTEMPTS, TX_COMMITS, TX_ABORTS, TX_FALLBACKS = TX_ABORTS + BATON_ABORT_CAUSES, TX_SKIPPED };
 
 static proc_t *procs;
 static size_t nprocs;
@@ -140,6 +148,13 @@ static void read_report(const char *path)
             r->offset = strtoull(fl[4 + F_COUNT], NULL, 16);
             r->sym = strcmp(fl[5 + F_COUNT], "-") ? xstrdup(fl[5 + F_COUNT]) : NULL;
             r->module = strcmp(fl[6 + F_COUNT], "-") ? xstrdup(fl[6 + F_COUNT]) : NULL;
+        } else if (strcmp(fl[0], "elide") == 0 && n >= 2 + TX_FIELDS && nrecs > 0 &&
+                   recs[nrecs - 1].proc == pi && strcmp(recs[nrecs - 1].addr, fl[1]) == 0) {
+            /* The elision counters of the lock on the line before. */
+            rec_t *r = &recs[nrecs - 1];
+            r->elided = true;
+            for (int k = 0; k < TX_FIELDS; k++)
+                r->tx[k] = strtoull(fl[2 + k], NULL, 10);
         }
     }
     free(line);
@@ -441,6 +456,37 @@ static void print_table(FILE *f, size_t top)
                "shared: reader acquisitions (rwlocks); call site: the return address of the first call on the lock\n");
 }
 
+/* elide(<kind>): what speculation did on each elided lock. */
+static void print_elision(FILE *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nrecs; i++)
+        n += recs[i].elided;
+    if (n == 0)
+        return;
+    fprintf(f, "\nlock elision (%zu lock%s): transactions started, committed, aborts by cause, acquisitions "
+               "that fell back to the lock or skipped speculation\n", n, n == 1 ? "" : "s");
+    fprintf(f, "%-24s %11s %7s %10s %10s  %s\n", "lock", "attempts", "commit%", "fallbacks", "skipped",
+            "aborts");
+    for (size_t i = 0; i < nrecs; i++) {
+        const rec_t *r = &recs[i];
+        if (!r->elided)
+            continue;
+        char lock[48];
+        snprintf(lock, sizeof lock, "%s %s", r->type, r->addr);
+        fprintf(f, "%-24s %11" PRIu64 " %6.1f%% %10" PRIu64 " %10" PRIu64 " ", lock, r->tx[TX_ATTEMPTS],
+                r->tx[TX_ATTEMPTS] ? 100.0 * (double)r->tx[TX_COMMITS] / (double)r->tx[TX_ATTEMPTS] : 0.0,
+                r->tx[TX_FALLBACKS], r->tx[TX_SKIPPED]);
+        bool any = false;
+        for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
+            if (r->tx[TX_ABORTS + c]) {
+                fprintf(f, " %s %" PRIu64, baton_abort_cause_name(c), r->tx[TX_ABORTS + c]);
+                any = true;
+            }
+        fprintf(f, "%s  %s\n", any ? "" : " -", r->site);
+    }
+}
+
 static void print_processes(FILE *f, bool symbolized)
 {
     for (size_t i = 0; i < nprocs; i++) {
@@ -531,6 +577,14 @@ static int write_json(const char *path, char **cmd, int status)
             json_str(f, r->sym);
         else
             fputs("null", f);
+        if (r->elided) {
+            fprintf(f, ",\n   \"elision\": {\"attempts\": %" PRIu64 ", \"commits\": %" PRIu64 ", \"aborts\": {",
+                    r->tx[TX_ATTEMPTS], r->tx[TX_COMMITS]);
+            for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
+                fprintf(f, "%s\"%s\": %" PRIu64, c ? ", " : "", baton_abort_cause_name(c), r->tx[TX_ABORTS + c]);
+            fprintf(f, "}, \"fallbacks\": %" PRIu64 ", \"skipped\": %" PRIu64 "}", r->tx[TX_FALLBACKS],
+                    r->tx[TX_SKIPPED]);
+        }
         fputc('}', f);
     }
     fputs("]}\n", f);
@@ -659,6 +713,7 @@ int cmd_profile(int argc, char **argv)
     qsort(recs, nrecs, sizeof *recs, by_wait);
     fflush(stdout);
     print_table(stderr, top);
+    print_elision(stderr);
     print_processes(stderr, a2l || nrecs == 0);
     if (nprocs == 0)
         fprintf(stderr, "baton profile: no process wrote a profile (%s)\n",

@@ -38,6 +38,13 @@ static const unsigned class_need[] = {
     BATON_CAP_LOCK | BATON_CAP_TRYLOCK,
 };
 
+/* Can kind k stand in for class c?  elide(<kind>) stands in for an rwlock
+ * too: the interposer wraps a mutex kind in rw() inside it. */
+static bool stands_in(const char *name, unsigned caps, cli_class_t c)
+{
+    return (caps & class_need[c]) == class_need[c] || (c == CLI_RWLOCK && strcmp(name, "elide") == 0);
+}
+
 const char *cli_class_env(cli_class_t c)
 {
     return class_env[c];
@@ -50,7 +57,7 @@ static void interposable(char *buf, size_t size, cli_class_t c)
     buf[0] = '\0';
     for (size_t i = 0; i < n && used + 1 < size; i++) {
         bool stock = strcmp(k[i].name, "pthread") == 0;
-        if ((k[i].caps & class_need[c]) != class_need[c] && !stock)
+        if (!stands_in(k[i].name, k[i].caps, c) && !stock)
             continue;
         int w = snprintf(buf + used, size - used, "%s%s%s", used ? ", " : "", k[i].name,
                          stock ? " (glibc's own)" : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)" : "");
@@ -71,7 +78,7 @@ int cli_check_spec(const char *prog, const char *option, cli_class_t c, const ch
                 class_what[c], names);
         return -1;
     }
-    if (strcmp(k->name, "pthread") != 0 && (k->caps & class_need[c]) != class_need[c]) {
+    if (strcmp(k->name, "pthread") != 0 && !stands_in(k->name, k->caps, c)) {
         fprintf(stderr, "%s: %s '%s': kind '%s' cannot stand in for a pthread %s (it needs lock, trylock%s)\n"
                         "  interposable %s kinds: %s\n",
                 prog, option, spec, k->name, class_what[c], c == CLI_RWLOCK ? " and shared readers" : "",

@@ -166,7 +166,9 @@ static void configure(pl_class_t *c, const char *deflt, unsigned need, const cha
         const char *rest = c->opts.inner + c->opts.inner_len + 1; /* elide's options */
         const baton_kind_t *ik;
         baton_opts_t io;
-        if (baton_spec_parse(inner, &ik, &io, canon, sizeof canon) == 0 && !(ik->caps & BATON_CAP_RW)) {
+        char inner_canon[160];
+        if (baton_spec_parse(inner, &ik, &io, inner_canon, sizeof inner_canon) == 0 &&
+            !(ik->caps & BATON_CAP_RW)) {
             int n = snprintf(rw_elided, sizeof rw_elided, "elide(rw(%s))%s", inner, rest);
             if (n > 0 && (size_t)n < sizeof rw_elided &&
                 baton_spec_parse(rw_elided, &k, &c->opts, canon, sizeof canon) == 0)

@@ -130,6 +130,10 @@ static pl_prof_t *prof_of(pl_mutex_t *m, const void *caller)
     if (p == NULL) {
         p = pl_prof_get(m, PL_PROF_MUTEX, caller);
         baton_store(&m->prof, p, memory_order_relaxed);
+        /* Acquire: pairs with the release CAS in create_state(). */
+        void *s = baton_load(&m->state, memory_order_acquire);
+        if (s != NULL && !pl_mutex_class.stock)
+            pl_prof_bind(p, pl_mutex_class.kind, s);
     }
     return p;
 }

@@ -195,6 +195,9 @@ void pl_prof_released(pl_prof_t *p);
 void pl_prof_trylock_failed(pl_prof_t *p);
 void pl_prof_cond_wait(pl_prof_t *p); /* a condition wait on this mutex */
 void pl_prof_destroyed(const void *addr);
+/* The lock's current state and kind: the report adds the counters the kind
+ * keeps (elision).  Only kinds with a stats op are remembered. */
+void pl_prof_bind(pl_prof_t *p, const baton_kind_t *kind, void *state);
 /* The profiler's table lock: init.c's fork handlers take it across fork. */
 extern baton_syslock_t pl_prof_mu;
 /* Called by init.c when profiling: register the report at exit. */

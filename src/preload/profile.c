@@ -11,14 +11,17 @@
  * of record pointers (the record holds the key), also mmap()ed.  Lookups
  * take no lock.  A first
  * sighting takes `pl_prof_mu` (a syslock, not a pthread mutex), looks again and
- * inserts, so two threads seeing a new lock at once get one record.  When the
+ * inserts, so two threads seeing a new lock at once get one record.  The
+ * record also remembers the live lock's state, so the report can add the
+ * counters its kind keeps (elide(<kind>)'s commits and aborts by cause).  When the
  * table is half full a table twice the size is filled and published; the old
  * one stays mapped because a reader may still be probing it (a reader that
  * misses there simply takes the slow path and finds the record in the new
- * table).  Cost: one 128-byte record (two cache lines of its own, so that
- * two hot locks' records never share a line) plus 8-byte slots at most half
- * full, and the outgrown tables: 144 to 192 bytes per lock (158 MB measured
- * for 1 000 000 mutexes), stated in the report's "memory" line.  If mmap
+ * table).  Cost: one 192-byte record (three cache lines of its own, so
+ * that two hot locks' records never share a line) plus 8-byte slots at most
+ * half full, and the outgrown tables: 208 to 256 bytes per lock (158 MB
+ * measured for 1 000 000 mutexes with 128-byte records; 64 MB more now),
+ * stated in the report's "memory" line.  If mmap
  * fails, further locks share one "untracked" record rather than failing the
  * program.
  *
@@ -111,9 +114,14 @@ struct pl_prof {
     _Atomic uint64_t shared_acq, shared_contended, shared_wait_total;
     _Atomic uint64_t trylock_failed, cond_waits;
     _Atomic uint32_t destroyed;
+    /* The live instance's kind and state (pl_prof_bind), for the counters
+     * the kind keeps itself (elide(<kind>)'s transactions); NULL once
+     * destroyed. */
+    _Atomic(const void *) kind;
+    _Atomic(void *) state;
 } __attribute__((aligned(64))); /* records of different locks share no cache line */
 
-_Static_assert(sizeof(pl_prof_t) == 128, "a profiler record is two cache lines");
+_Static_assert(sizeof(pl_prof_t) == 192, "a profiler record is three cache lines");
 
 /* --- records: mmap()ed chunks, never freed --------------------------------------- */
 
@@ -422,8 +430,12 @@ void pl_prof_destroyed(const void *addr)
         pl_prof_t *r = baton_load(&t->slot[i], memory_order_acquire);
         if (r == NULL)
             return;
-        if (r->addr == addr)
+        if (r->addr == addr) {
             baton_fetch_add(&r->destroyed, 1, memory_order_relaxed); /* statistics */
+            /* Relaxed: the report reads it at exit (or races, harmlessly:
+             * slab slots are never unmapped). */
+            baton_store(&r->state, NULL, memory_order_relaxed);
+        }
     }
 }
 
@@ -580,6 +592,35 @@ static uint64_t ld(_Atomic uint64_t *c)
     return baton_load(c, memory_order_relaxed); /* statistics */
 }
 
+void pl_prof_bind(pl_prof_t *p, const baton_kind_t *kind, void *state)
+{
+    if (kind->stats == NULL || p == &untracked)
+        return;
+    /* Relaxed: see pl_prof_destroyed(); the kind is stored first and read
+     * only when a state is seen (both stay valid for the process's life). */
+    baton_store(&p->kind, (const void *)kind, memory_order_relaxed);
+    baton_store(&p->state, state, memory_order_relaxed);
+}
+
+/* The lock's elision counters, if its kind keeps them and it has used them. */
+static void report_elision(out_t *o, pl_prof_t *r, const char *addr)
+{
+    void *state = baton_load(&r->state, memory_order_relaxed); /* see pl_prof_bind() */
+    const baton_kind_t *k = baton_load(&r->kind, memory_order_relaxed);
+    if (state == NULL || k == NULL)
+        return;
+    baton_stats_t st;
+    memset(&st, 0, sizeof st);
+    k->stats(state, &st);
+    if (st.tx_attempts + st.tx_fallbacks + st.tx_skipped == 0)
+        return;
+    out_printf(o, "elide\t%s\t%llu\t%llu", addr, (unsigned long long)st.tx_attempts,
+               (unsigned long long)st.tx_commits);
+    for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
+        out_printf(o, "\t%llu", (unsigned long long)st.tx_aborts[c]);
+    out_printf(o, "\t%llu\t%llu\n", (unsigned long long)st.tx_fallbacks, (unsigned long long)st.tx_skipped);
+}
+
 static void report_record(out_t *o, pl_prof_t *r, const char *addr_text)
 {
     uint64_t acq = ld(&r->acq), sacq = ld(&r->shared_acq), tf = ld(&r->trylock_failed), cw = ld(&r->cond_waits);
@@ -618,6 +659,7 @@ static void report_record(out_t *o, pl_prof_t *r, const char *addr_text)
                (unsigned long long)baton_load(&r->destroyed, memory_order_relaxed), /* statistics */
                (size_t)caller, (size_t)(s ? caller - s->bias : caller), sym,
                s ? s->name : "-");
+    report_elision(o, r, addr_text ? addr_text : addr);
 }
 
 static int open_out(void)

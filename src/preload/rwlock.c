@@ -239,6 +239,10 @@ static pl_prof_t *prof_of(pl_rwlock_t *r, const void *caller)
     if (p == NULL) {
         p = pl_prof_get(r, PL_PROF_RWLOCK, caller);
         baton_store(&r->prof, p, memory_order_relaxed);
+        /* Acquire: pairs with the release CAS in create_state(). */
+        void *s = baton_load(&r->state, memory_order_acquire);
+        if (s != NULL && !pl_rwlock_class.stock)
+            pl_prof_bind(p, pl_rwlock_class.kind, s);
     }
     return p;
 }
