@@ -20,8 +20,14 @@
 # keys do not fit, so the servers evict and a share of the gets miss, which
 # is reported: a miss costs the server less than a hit).
 #
+# Elided candidates (elide(<kind>)): the interposer's exit line (BATON_VERBOSE)
+# says what speculation did in each run: transactions started, the share
+# that committed, aborts by cause (where the CPU has no usable RTM,
+# elide(<kind>) is <kind> and starts none); summed per cell.
+#
 # Files in --out DIR: memcached_runs.csv (every run), memcached.csv (medians
-# and ratios), logs/ (server and client output of each run).
+# and ratios), memcached_elision.csv (the elided candidates' transactions),
+# logs/ (server and client output of each run).
 # shellcheck disable=SC2154  # arrays filled by split_list/split_specs (namerefs)
 set -euo pipefail
 PROG=memcached.sh
@@ -29,7 +35,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 threads_list=2,8
 mixes_list=90/10,70/30
-locks_list="default,mcs:spinpark,ttas,ticket:spinpark,qd"
+locks_list="default,mcs:spinpark,ttas,ticket:spinpark,qd,elide(relay)"
 repeat=3
 seconds=10
 out=$REPO_ROOT/results/apps
@@ -216,7 +222,49 @@ for t in "${threads[@]}"; do
         done
     done
 done
-echo "files: $sum_csv, $runs_csv, $out/logs/"
+# --- elision: what speculation did, from the interposer's exit line ---
+# (BATON_VERBOSE=1: "elision (RTM: STATE): A attempts, C commits, aborts:
+# CAUSE N..., F fallbacks, S skipped"), summed over a cell's main runs.
+el_csv=$out/memcached_elision.csv
+csv_row server_threads get_set spec rtm attempts commits commit_pct aborts_conflict aborts_capacity \
+    aborts_busy aborts_explicit aborts_retry aborts_nested aborts_debug aborts_other fallbacks skipped >"$el_csv"
+el_header=0
+for c in "${cands[@]}"; do
+    [[ $c == elide\(* ]] || continue
+    for t in "${threads[@]}"; do
+        for mix in "${mixes[@]}"; do
+            logs=("$out/logs/main_r"*"_t${t}_${mix/\//_}_${c//[^A-Za-z0-9_.-]/_}.server.log")
+            row=$(awk '/^baton-preload\[[0-9]+\]: elision \(RTM: / {
+                           rtm = $4; sub(/\):$/, "", rtm)
+                           for (i = 1; i <= NF; i++) {
+                               w = $(i + 1); sub(/,$/, "", w)
+                               if (w == "attempts") a += $i; else if (w == "commits") k += $i
+                               else if (w == "fallbacks") f += $i; else if (w == "skipped") sk += $i
+                               else if ($i ~ /^(conflict|capacity|busy|explicit|retry|nested|debug|other)$/) ab[$i] += w
+                           }
+                           n++
+                       }
+                       END { if (!n) exit 1
+                             printf "%s %d %d %d %d %d %d %d %d %d %d %d %d", rtm, a, k, ab["conflict"], ab["capacity"],
+                                 ab["busy"], ab["explicit"], ab["retry"], ab["nested"], ab["debug"], ab["other"], f, sk }' \
+                      "${logs[@]}" 2>/dev/null) || { note "elision: no exit line in the logs of -t $t $mix $c"; continue; }
+            read -r -a v <<<"$row"
+            pct=$(awk -v a="${v[1]}" -v k="${v[2]}" 'BEGIN { if (a > 0) printf "%.1f", 100 * k / a; else print "-" }')
+            csv_row "$t" "$mix" "$c" "${v[0]}" "${v[1]}" "${v[2]}" "$pct" "${v[@]:3}" >>"$el_csv"
+            if [ $el_header -eq 0 ]; then
+                echo
+                echo "elision (summed over the main runs; RTM state as elide(<kind>) found it: without usable RTM no transaction starts)"
+                printf '%-7s %-6s %-22s %-10s %11s %8s %11s %11s %11s %11s\n' threads get/set spec rtm attempts commit% \
+                    conflict capacity busy fallbacks
+                el_header=1
+            fi
+            printf '%-7s %-6s %-22s %-10s %11s %7s%% %11s %11s %11s %11s\n' "-t $t" "$mix" "$c" "${v[0]}" "${v[1]}" \
+                "$pct" "${v[3]}" "${v[4]}" "${v[5]}" "${v[11]}"
+        done
+    done
+done
+
+echo "files: $sum_csv, $runs_csv, $el_csv, $out/logs/"
 
 if [ $nfail -gt 0 ]; then
     for c in "${!failed[@]}"; do note "failed: $c: ${failed[$c]}"; done

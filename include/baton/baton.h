@@ -210,6 +210,9 @@ typedef struct baton_htm_info {
     unsigned probe_tries, probe_commits; /* the start-up probe's transactions */
 } baton_htm_info_t;
 BATON_API void baton_htm_info(baton_htm_info_t *out);
+/* The elision counters (tx_* fields) of every elide(<kind>) lock of the
+ * process, destroyed ones included, summed (a snapshot). */
+BATON_API void baton_elision_totals(baton_stats_t *out);
 
 /* Fill *out with the lock's counters (a racy snapshot while in use).
  * Returns 0, or ENOTSUP if the kind keeps none. */

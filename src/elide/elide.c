@@ -54,7 +54,10 @@
 #include "../core/error.h"
 #include "../core/registry.h"
 #include "../core/thread.h"
+#include "../core/syslock.h"
 #include "../delegate/delegate.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -96,6 +99,7 @@ typedef struct elide_lock {
     _Atomic uint32_t streak;     /* adaptive: failed acquisitions in a row */
     _Atomic uintptr_t owner;
     _Atomic uint64_t slow[NSLOW]; /* aborts by cause, fallbacks, skips */
+    struct elide_lock *prev, *next; /* every live elide lock (under all_mu) */
 } elide_lock_t;
 
 _Static_assert(sizeof(elide_lock_t) == 2 * BATON_CACHELINE, "configuration line, slow-path line");
@@ -129,6 +133,14 @@ typedef struct nest {
 } nest_t;
 
 static _Thread_local nest_t nest __attribute__((tls_model("initial-exec")));
+
+/* Every live elide lock, and what destroyed ones counted: the process's
+ * totals (baton_elision_totals), for reports such as the interposer's exit
+ * line, where the locks are not at hand.  Changed only at init and destroy. */
+static baton_syslock_t all_mu = BATON_SYSLOCK_INIT;
+static struct elide_lock *all_head;
+static baton_stats_t all_gone;
+static pthread_once_t all_once = PTHREAD_ONCE_INIT;
 static _Thread_local uint32_t my_stripe __attribute__((tls_model("initial-exec"))); /* 0: none yet */
 static _Atomic uint32_t next_stripe;
 
@@ -501,21 +513,74 @@ static BATON_RTM_FN int k_delegate(void *s, baton_fn fn, const void *args, size_
     return f ? baton_delegate_future(l->inner, fn, args, size, f) : baton_delegate(l->inner, fn, args, size);
 }
 
+/* Add l's elision counters to *out (relaxed loads: a snapshot). */
+static void add_tx(const elide_lock_t *l, baton_stats_t *out)
+{
+    uint64_t commits = 0, aborts = 0;
+    for (uint32_t i = 0; l->commits && i < l->nstripes; i++)
+        commits += baton_load(&l->commits[i].n, memory_order_relaxed);
+    for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++) {
+        uint64_t a = baton_load(&l->slow[c], memory_order_relaxed);
+        out->tx_aborts[c] += a;
+        aborts += a;
+    }
+    out->tx_commits += commits;
+    out->tx_attempts += commits + aborts;
+    out->tx_fallbacks += baton_load(&l->slow[SLOW_FALLBACKS], memory_order_relaxed);
+    out->tx_skipped += baton_load(&l->slow[SLOW_SKIPPED], memory_order_relaxed);
+}
+
 static void k_stats(void *s, baton_stats_t *out)
 {
     elide_lock_t *l = s;
     (void)baton_lock_stats(l->inner, out); /* the inner kind's own, if it keeps any */
-    uint64_t commits = 0, aborts = 0;
-    for (uint32_t i = 0; l->commits && i < l->nstripes; i++)
-        commits += baton_load(&l->commits[i].n, memory_order_relaxed); /* a snapshot */
-    for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++) {
-        out->tx_aborts[c] = baton_load(&l->slow[c], memory_order_relaxed);
-        aborts += out->tx_aborts[c];
-    }
-    out->tx_commits = commits;
-    out->tx_attempts = commits + aborts;
-    out->tx_fallbacks = baton_load(&l->slow[SLOW_FALLBACKS], memory_order_relaxed);
-    out->tx_skipped = baton_load(&l->slow[SLOW_SKIPPED], memory_order_relaxed);
+    add_tx(l, out);
+}
+
+void baton_elision_totals(baton_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    baton_syslock_lock(&all_mu);
+    for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
+        out->tx_aborts[c] = all_gone.tx_aborts[c];
+    out->tx_attempts = all_gone.tx_attempts;
+    out->tx_commits = all_gone.tx_commits;
+    out->tx_fallbacks = all_gone.tx_fallbacks;
+    out->tx_skipped = all_gone.tx_skipped;
+    for (const elide_lock_t *l = all_head; l; l = l->next)
+        add_tx(l, out);
+    baton_syslock_unlock(&all_mu);
+}
+
+/* A child of fork() may create locks at once: the table's lock must not be
+ * held by a thread that did not cross. */
+static void all_prepare(void) { baton_syslock_lock(&all_mu); }
+static void all_release(void) { baton_syslock_unlock(&all_mu); }
+static void all_setup(void) { (void)pthread_atfork(all_prepare, all_release, all_release); }
+
+static void all_insert(elide_lock_t *l)
+{
+    pthread_once(&all_once, all_setup);
+    baton_syslock_lock(&all_mu);
+    l->prev = NULL;
+    l->next = all_head;
+    if (all_head)
+        all_head->prev = l;
+    all_head = l;
+    baton_syslock_unlock(&all_mu);
+}
+
+static void all_remove(elide_lock_t *l)
+{
+    baton_syslock_lock(&all_mu);
+    add_tx(l, &all_gone);
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        all_head = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    baton_syslock_unlock(&all_mu);
 }
 
 /* --- registry entry ------------------------------------------------------- */
@@ -609,6 +674,7 @@ static int k_init(void *s, const baton_opts_t *o)
             atomic_init(&l->commits[i].n, 0u);
     }
     baton_htm_setup();
+    all_insert(l);
     return 0;
 }
 
@@ -628,8 +694,10 @@ static int k_destroy(void *s)
 {
     elide_lock_t *l = s;
     int rc = baton_lock_free(l->inner);
-    if (rc == 0)
+    if (rc == 0) {
+        all_remove(l);
         free(l->commits);
+    }
     return rc;
 }
 

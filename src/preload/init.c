@@ -499,4 +499,25 @@ __attribute__((destructor)) static void pl_report(void)
                in.what, in.spec, (unsigned long long)in.created, (unsigned long long)in.peak,
                in.bytes_per_lock, (unsigned long long)in.reserved_bytes);
     }
+    /* The process's elision totals, once, when any class elides. */
+    bool elides = false;
+    for (int i = 0; i < (int)(sizeof classes / sizeof classes[0]); i++)
+        elides |= !classes[i]->stock && classes[i]->kind == &baton_kind_elide;
+    if (elides) {
+        baton_stats_t t;
+        baton_htm_info_t h;
+        baton_elision_totals(&t);
+        baton_htm_info(&h);
+        char causes[256] = "";
+        size_t used = 0;
+        for (unsigned c = 0; c < BATON_ABORT_CAUSES && used < sizeof causes; c++)
+            if (t.tx_aborts[c]) {
+                int n = snprintf(causes + used, sizeof causes - used, " %s %llu", baton_abort_cause_name(c),
+                                 (unsigned long long)t.tx_aborts[c]);
+                used += n > 0 ? (size_t)n : 0;
+            }
+        pl_log("elision (RTM: %s): %llu attempts, %llu commits, aborts:%s, %llu fallbacks, %llu skipped",
+               h.state, (unsigned long long)t.tx_attempts, (unsigned long long)t.tx_commits,
+               used ? causes : " none", (unsigned long long)t.tx_fallbacks, (unsigned long long)t.tx_skipped);
+    }
 }
