@@ -78,6 +78,16 @@ int cli_check_spec(const char *prog, const char *option, cli_class_t c, const ch
                 class_what[c], names);
         return -1;
     }
+    if (k->wrapper) {
+        /* The inner kind is checked when a lock is made (elide(rcl)). */
+        baton_lock_t *probe = baton_lock_new(spec);
+        if (probe == NULL) {
+            fprintf(stderr, "%s: %s '%s': %s\n  interposable %s kinds: %s\n", prog, option, spec,
+                    baton_last_error(), class_what[c], names);
+            return -1;
+        }
+        baton_lock_free(probe);
+    }
     if (strcmp(k->name, "pthread") != 0 && !stands_in(k->name, k->caps, c)) {
         fprintf(stderr, "%s: %s '%s': kind '%s' cannot stand in for a pthread %s (it needs lock, trylock%s)\n"
                         "  interposable %s kinds: %s\n",

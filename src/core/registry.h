@@ -23,6 +23,10 @@ int baton_is_locked(baton_lock_t *lock);
  * Internal: rw(<kind>) reports its inner lock's cost with it. */
 size_t baton_spec_footprint(const char *spec);
 
+/* A wrapper kind's inner spec, NUL-terminated, into buf: 0, or EINVAL (with
+ * the last-error message) when it does not fit. */
+int baton_opts_inner(const baton_opts_t *o, char *buf, size_t size);
+
 /* A lock's state and its kind's table: elide(<kind>) reads its inner lock's
  * word inside transactions through the kind's is_locked, with no call
  * through the dynamic API in between.  Internal. */

@@ -55,6 +55,15 @@ static int parse_uint(const char *s, size_t len, uint64_t *out)
     return 0;
 }
 
+int baton_opts_inner(const baton_opts_t *o, char *buf, size_t size)
+{
+    if (o->inner_len >= size)
+        return baton_fail(EINVAL, "inner lock spec too long (%zu bytes; at most %zu)", o->inner_len, size - 1);
+    memcpy(buf, o->inner, o->inner_len);
+    buf[o->inner_len] = '\0';
+    return 0;
+}
+
 int baton_spec_parse(const char *spec, const baton_kind_t **kindp, baton_opts_t *o, char *canon,
                      size_t canon_size)
 {

@@ -343,26 +343,26 @@ static BATON_RTM_FN void k_lock(void *s)
     baton_store(&l->owner, baton_self_token(), memory_order_relaxed);
 }
 
-static BATON_RTM_FN int k_trylock(void *s)
+/* trylock, a writer's or a reader's: never waits.  Inside our transaction
+ * it joins unless the lock is held (for real, or by this transaction:
+ * EBUSY, as POSIX says); outside, one speculative try (unless adaptive
+ * back-off says skip), then the inner kind's own trylock. */
+static BATON_RTM_FN int try_enter(elide_lock_t *l, int read, int (*inner_try)(elide_lock_t *))
 {
-    elide_lock_t *l = s;
-    if (baton_htm_mode() == BATON_HTM_NONE)
-        return inner_trylock(l);
     if (nest.n > 0) {
-        if (nest_find(tag(l, 0)) >= 0 || nest_find(tag(l, 1)) >= 0 || busy(l, 0))
-            return EBUSY; /* held: by this transaction, or for real */
+        if (nest_find(tag(l, 0)) >= 0 || (!read && nest_find(tag(l, 1)) >= 0) || busy(l, read))
+            return EBUSY;
         if (nest.n == NEST_MAX)
             htm_abort(HTM_CODE_DEPTH);
-        nest.e[nest.n++] = tag(l, 0);
+        nest.e[nest.n++] = tag(l, read);
         return 0;
     }
-    /* One speculative try (never waits), then the inner trylock. */
     if (l->policy != POLICY_ADAPTIVE || baton_load(&l->skip, memory_order_relaxed) == 0) {
         uint32_t st = htm_begin();
         if (st == HTM_STARTED) {
-            if (busy(l, 0))
+            if (busy(l, read))
                 htm_abort(HTM_CODE_BUSY);
-            nest.e[0] = tag(l, 0);
+            nest.e[0] = tag(l, read);
             nest.n = 1;
             return 0;
         }
@@ -371,10 +371,28 @@ static BATON_RTM_FN int k_trylock(void *s)
     } else {
         count(l, SLOW_SKIPPED);
     }
+    return inner_try(l);
+}
+
+static int inner_trylock_owned(elide_lock_t *l)
+{
     int rc = inner_trylock(l);
     if (rc == 0)
         baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_lock() */
     return rc;
+}
+
+static int inner_tryrlock(elide_lock_t *l)
+{
+    return l->ik->tryrlock ? l->ik->tryrlock(l->is) : l->ik->trylock(l->is);
+}
+
+static BATON_RTM_FN int k_trylock(void *s)
+{
+    elide_lock_t *l = s;
+    if (baton_htm_mode() == BATON_HTM_NONE)
+        return inner_trylock(l);
+    return try_enter(l, 0, inner_trylock_owned);
 }
 
 static BATON_RTM_FN int k_unlock(void *s)
@@ -433,28 +451,9 @@ static BATON_RTM_FN int k_tryrlock(void *s)
     elide_lock_t *l = s;
     if (!l->rw)
         return k_trylock(s);
-    int (*inner_try)(void *) = l->ik->tryrlock ? l->ik->tryrlock : l->ik->trylock;
     if (baton_htm_mode() == BATON_HTM_NONE)
-        return inner_try(l->is);
-    if (nest.n > 0) {
-        if (nest_find(tag(l, 0)) >= 0 || busy(l, 1))
-            return EBUSY;
-        if (nest.n == NEST_MAX)
-            htm_abort(HTM_CODE_DEPTH);
-        nest.e[nest.n++] = tag(l, 1);
-        return 0;
-    }
-    uint32_t st = htm_begin();
-    if (st == HTM_STARTED) {
-        if (busy(l, 1))
-            htm_abort(HTM_CODE_BUSY);
-        nest.e[0] = tag(l, 1);
-        nest.n = 1;
-        return 0;
-    }
-    count(l, htm_cause(st));
-    count(l, SLOW_FALLBACKS);
-    return inner_try(l->is);
+        return inner_tryrlock(l);
+    return try_enter(l, 1, inner_tryrlock);
 }
 
 static int k_is_locked(void *s)
@@ -608,20 +607,11 @@ static uint32_t stripes_for_machine(void)
     return n;
 }
 
-static int inner_spec(const baton_opts_t *o, char *buf, size_t size)
-{
-    if (o->inner_len >= size)
-        return baton_fail(EINVAL, "elide(...): inner spec too long");
-    memcpy(buf, o->inner, o->inner_len);
-    buf[o->inner_len] = '\0';
-    return 0;
-}
-
 static int k_init(void *s, const baton_opts_t *o)
 {
     elide_lock_t *l = s;
     char inner[160];
-    int rc = inner_spec(o, inner, sizeof inner);
+    int rc = baton_opts_inner(o, inner, sizeof inner);
     if (rc)
         return rc;
     int chosen = (o->value[OPT_ADAPTIVE] != 0) + (o->value[OPT_BASE] != 0) +
@@ -682,10 +672,8 @@ static int k_init(void *s, const baton_opts_t *o)
 static size_t k_footprint(const baton_opts_t *o)
 {
     char inner[160];
-    if (o->inner_len >= sizeof inner)
+    if (baton_opts_inner(o, inner, sizeof inner) != 0)
         return 0; /* init refuses it */
-    memcpy(inner, o->inner, o->inner_len);
-    inner[o->inner_len] = '\0';
     size_t stripes = o->value[OPT_STATS] ? stripes_for_machine() * sizeof(stripe_t) : 0;
     return baton_spec_footprint(inner) + (stripes ? baton_alloc_cost(BATON_CACHELINE, stripes) : 0);
 }

@@ -114,11 +114,7 @@ static bool park_by_default(const char *spec, char *out, size_t size)
         /* name(inner)rest: rewrite the inner spec. */
         size_t name = strcspn(spec, "(");
         char inner[160], rewritten[160];
-        if (o.inner_len >= sizeof inner)
-            return false;
-        memcpy(inner, o.inner, o.inner_len);
-        inner[o.inner_len] = '\0';
-        if (!park_by_default(inner, rewritten, sizeof rewritten))
+        if (baton_opts_inner(&o, inner, sizeof inner) != 0 || !park_by_default(inner, rewritten, sizeof rewritten))
             return false;
         int n = snprintf(out, size, "%.*s(%s)%s", (int)name, spec, rewritten, o.inner + o.inner_len + 1);
         return n > 0 && (size_t)n < size;
@@ -128,6 +124,24 @@ static bool park_by_default(const char *spec, char *out, size_t size)
         return false;
     size_t name = strcspn(spec, ",");
     int n = snprintf(out, size, "%.*s:spinpark%s", (int)name, spec, spec + name);
+    return n > 0 && (size_t)n < size;
+}
+
+/* An elide(<kind>) spec made fit for rwlocks, into out: elide(rw(<kind>))
+ * with elide's options, or the spec itself when <kind> is a readers-writer
+ * kind already.  false: not an elide spec, or it does not fit. */
+static bool elide_for_rwlock(const char *spec, char *out, size_t size)
+{
+    const baton_kind_t *k, *ik;
+    baton_opts_t o, io;
+    char canon[160], inner[160];
+    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0 || k != &baton_kind_elide ||
+        baton_opts_inner(&o, inner, sizeof inner) != 0 ||
+        baton_spec_parse(inner, &ik, &io, canon, sizeof canon) != 0)
+        return false;
+    const char *rest = o.inner + o.inner_len + 1; /* elide's own options */
+    int n = (ik->caps & BATON_CAP_RW) ? snprintf(out, size, "elide(%s)%s", inner, rest)
+                                       : snprintf(out, size, "elide(rw(%s))%s", inner, rest);
     return n > 0 && (size_t)n < size;
 }
 
@@ -159,22 +173,20 @@ static void configure(pl_class_t *c, const char *deflt, unsigned need, const cha
     /* Readers elide too: elide(<kind>) stands in for an rwlock over a
      * readers-writer inner kind, and a mutex kind is wrapped in rw() first. */
     char rw_elided[sizeof c->spec];
-    if ((need & BATON_CAP_RW) && k == &baton_kind_elide && c->opts.inner_len < 160) {
-        char inner[160];
-        memcpy(inner, c->opts.inner, c->opts.inner_len);
-        inner[c->opts.inner_len] = '\0';
-        const char *rest = c->opts.inner + c->opts.inner_len + 1; /* elide's options */
-        const baton_kind_t *ik;
-        baton_opts_t io;
-        char inner_canon[160];
-        if (baton_spec_parse(inner, &ik, &io, inner_canon, sizeof inner_canon) == 0 &&
-            !(ik->caps & BATON_CAP_RW)) {
-            int n = snprintf(rw_elided, sizeof rw_elided, "elide(rw(%s))%s", inner, rest);
-            if (n > 0 && (size_t)n < sizeof rw_elided &&
-                baton_spec_parse(rw_elided, &k, &c->opts, canon, sizeof canon) == 0)
-                spec = rw_elided;
-        }
+    if ((need & BATON_CAP_RW) && k == &baton_kind_elide) {
+        if (elide_for_rwlock(spec, rw_elided, sizeof rw_elided) &&
+            baton_spec_parse(rw_elided, &k, &c->opts, canon, sizeof canon) == 0)
+            spec = rw_elided;
         need &= ~(unsigned)BATON_CAP_RW; /* the inner kind is a readers-writer kind now */
+    }
+    /* A wrapper's inner kind is checked when a lock is made (elide(rcl) has
+     * no lock word to watch): make one now, so a bad spec stops the program
+     * at start like every other. */
+    if (k->wrapper) {
+        baton_lock_t *probe = baton_lock_new(spec);
+        if (probe == NULL)
+            pl_die("%s='%s': %s", c->env, spec, baton_last_error());
+        baton_lock_free(probe);
     }
     if (strcmp(k->name, "pthread") == 0) {
         c->stock = true;
@@ -207,23 +219,7 @@ static const char *rwlock_default(void)
 {
     static char buf[sizeof pl_rwlock_class.spec];
     const char *lock = getenv("BATON_LOCK");
-    const baton_kind_t *k, *ik;
-    baton_opts_t o, io;
-    char canon[160];
-    if (lock == NULL || baton_spec_parse(lock, &k, &o, canon, sizeof canon) != 0 ||
-        k != &baton_kind_elide)
-        return PL_DEFAULT_RWLOCK;
-    char inner[160];
-    if (o.inner_len >= sizeof inner)
-        return PL_DEFAULT_RWLOCK;
-    memcpy(inner, o.inner, o.inner_len);
-    inner[o.inner_len] = '\0';
-    if (baton_spec_parse(inner, &ik, &io, canon, sizeof canon) != 0)
-        return PL_DEFAULT_RWLOCK;
-    const char *rest = o.inner + o.inner_len + 1; /* the elide options */
-    int n = (ik->caps & BATON_CAP_RW) ? snprintf(buf, sizeof buf, "elide(%s)%s", inner, rest)
-                                       : snprintf(buf, sizeof buf, "elide(rw(%s))%s", inner, rest);
-    return n > 0 && (size_t)n < sizeof buf ? buf : PL_DEFAULT_RWLOCK;
+    return lock && elide_for_rwlock(lock, buf, sizeof buf) ? buf : PL_DEFAULT_RWLOCK;
 }
 
 static void fork_prepare(void);

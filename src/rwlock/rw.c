@@ -117,10 +117,9 @@ static int k_init(void *s, const baton_opts_t *o)
 {
     rw_lock_t *l = s;
     char inner[160];
-    if (o->inner_len >= sizeof inner)
-        return baton_fail(EINVAL, "rw(...): inner spec too long");
-    memcpy(inner, o->inner, o->inner_len);
-    inner[o->inner_len] = '\0';
+    int rc = baton_opts_inner(o, inner, sizeof inner);
+    if (rc != 0)
+        return rc;
     l->inner = baton_lock_new(inner);
     if (!l->inner)
         return errno ? errno : EINVAL; /* the message names what was wrong */
@@ -132,7 +131,7 @@ static int k_init(void *s, const baton_opts_t *o)
     atomic_init(&l->writer, 0u);
     l->read_patience = (uint32_t)o->value[OPT_PATIENCE];
     (void)baton_wait_init(&l->pause, BATON_WAIT_SPINPARK);
-    int rc = ri_init(&l->readers, (uint32_t)o->value[OPT_READERS]);
+    rc = ri_init(&l->readers, (uint32_t)o->value[OPT_READERS]);
     if (rc)
         baton_lock_free(l->inner);
     return rc;
@@ -143,10 +142,8 @@ static int k_init(void *s, const baton_opts_t *o)
 static size_t k_footprint(const baton_opts_t *o)
 {
     char inner[160];
-    if (o->inner_len >= sizeof inner)
+    if (baton_opts_inner(o, inner, sizeof inner) != 0)
         return 0; /* init refuses it */
-    memcpy(inner, o->inner, o->inner_len);
-    inner[o->inner_len] = '\0';
     return baton_spec_footprint(inner) + ri_footprint((uint32_t)o->value[OPT_READERS]);
 }
 
