@@ -967,21 +967,6 @@ static void elide_report_cell(bench_record_t *cell, const struct elide_info *inf
     free(order);
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* {"machine": ..., <header fields>, "results": [...]}: one record a line
  * (the parent of a glibc elision peer reads them back line by line). */
 static int elide_json(const char *path, const machine_t *m, const char *extra,
@@ -994,9 +979,9 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
     fprintf(f, "{\n  \"machine\": ");
     machine_json(f, m);
     fprintf(f, ",\n  %s, \"rtm\": {\"usable\": %s, \"state\": ", extra, htm->usable ? "true" : "false");
-    json_string(f, htm->state ? htm->state : "");
+    report_json_string(f, htm->state ? htm->state : "");
     fprintf(f, ", \"why\": ");
-    json_string(f, htm->why ? htm->why : "");
+    report_json_string(f, htm->why ? htm->why : "");
     fprintf(f, "},\n  \"results\": [");
     for (int i = 0; i < n; i++) {
         const bench_record_t *r = &recs[i];
@@ -1005,7 +990,7 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
         bool ok = md->status == BENCH_OK;
         double rate = record_rate(r);
         fprintf(f, "%s\n    {\"bench\": \"elide\", \"lock\": ", i ? "," : "");
-        json_string(f, r->lock);
+        report_json_string(f, r->lock);
         fprintf(f, ", \"threads\": %d, \"mix_get\": %d, \"stats\": \"%s\"", r->threads, in->mix,
                 stats_names[in->stats]);
         fprintf(f, ", \"mops\": %.6f, \"ops\": %llu, \"duration_s\": %.6f, \"ops_per_s\": %.1f",
@@ -1018,7 +1003,7 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
             fprintf(f, ", \"edp\": null");
         if (ok && in->edp_rel >= 0 && in->ref >= 0) {
             fprintf(f, ", \"edp_rel\": %.4f, \"edp_ref\": ", in->edp_rel);
-            json_string(f, recs[in->ref].lock);
+            report_json_string(f, recs[in->ref].lock);
         } else {
             fprintf(f, ", \"edp_rel\": null, \"edp_ref\": null");
         }
@@ -1055,7 +1040,7 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
         if (r->pthread_ops_per_s > 0)
             fprintf(f, ", \"ratio_pthread\": %.4f", rate / r->pthread_ops_per_s);
         fprintf(f, ", \"verified\": %s, \"status\": ", ok ? "true" : "false");
-        json_string(f, report_status(r));
+        report_json_string(f, report_status(r));
         fprintf(f, ", \"collapsed\": %s", r->collapsed || md->status == BENCH_TIMEOUT ? "true" : "false");
         fprintf(f, ", \"target_duration_s\": %.3f, \"runs_ops_per_s\": [", r->duration_s);
         for (int k = 0; k < r->nruns; k++)
@@ -1063,7 +1048,7 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
         fprintf(f, "]");
         if (md->message[0]) {
             fprintf(f, ", \"message\": ");
-            json_string(f, md->message);
+            report_json_string(f, md->message);
         }
         fprintf(f, "}");
     }

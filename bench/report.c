@@ -97,7 +97,7 @@ void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
     free(order);
 }
 
-static void json_string(FILE *f, const char *s)
+void report_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -127,9 +127,9 @@ int report_json(const char *path, const machine_t *m, const char *extra_json,
         const bench_record_t *r = &recs[i];
         double rate = record_rate(r);
         fprintf(f, "%s\n    {\"bench\": ", i ? "," : "");
-        json_string(f, r->bench);
+        report_json_string(f, r->bench);
         fprintf(f, ", \"lock\": ");
-        json_string(f, r->lock);
+        report_json_string(f, r->lock);
         fprintf(f, ", \"threads\": %d", r->threads);
         for (int p = 0; p < r->nparams; p++)
             fprintf(f, ", \"%s\": %ld", r->param_names[p], r->params[p]);
@@ -143,7 +143,7 @@ int report_json(const char *path, const machine_t *m, const char *extra_json,
         if (r->median.energy_j >= 0)
             fprintf(f, ", \"energy_j\": %.6f", r->median.energy_j);
         fprintf(f, ", \"verified\": %s, \"status\": ", r->median.status == BENCH_OK ? "true" : "false");
-        json_string(f, report_status(r));
+        report_json_string(f, report_status(r));
         fprintf(f, ", \"collapsed\": %s", r->collapsed || r->median.status == BENCH_TIMEOUT ? "true" : "false");
         if (r->limit_ops_per_s > 0)
             fprintf(f, ", \"limit_ops_per_s\": %.1f", r->limit_ops_per_s);
@@ -158,7 +158,7 @@ int report_json(const char *path, const machine_t *m, const char *extra_json,
         fprintf(f, "]");
         if (r->median.message[0]) {
             fprintf(f, ", \"message\": ");
-            json_string(f, r->median.message);
+            report_json_string(f, r->median.message);
         }
         fprintf(f, "}");
     }

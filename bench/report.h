@@ -157,6 +157,9 @@ void bench_cell_run(const bench_workload_t *wl, const void *params, const char *
 int bench_cell_finish(bench_record_t *recs, int n, double limit);
 
 /* {"machine": ..., <extra>, "results": [...]} */
+/* s as a JSON string literal (quotes, escapes). */
+void report_json_string(FILE *f, const char *s);
+
 int report_json(const char *path, const machine_t *m, const char *extra_json,
                 const bench_record_t *recs, int n);
 
