@@ -94,7 +94,7 @@ typedef struct elide_lock {
      * inside one: by real holders (gate, owner), after aborts and failures
      * (the counters, the adaptive back-off).  One line: the slow paths are
      * slow anyway, and an interposed program may have a million locks. */
-    _Alignas(BATON_CACHELINE) _Atomic uint32_t gate; /* BATON_WAIT_PARKED: a waiter sleeps */
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t gate; /* BATON_WAIT_PARKED: a waiter sleeps, or is about to */
     _Atomic uint32_t skip;       /* adaptive: acquisitions left that skip elision */
     _Atomic uint32_t streak;     /* adaptive: failed acquisitions in a row */
     _Atomic uintptr_t owner;
@@ -186,7 +186,14 @@ static inline int busy(const elide_lock_t *l, int read)
 /* Wait until the lock looks free: the policy's pauses, then park on the
  * gate word.  A real release wakes parked waiters (wake_waiters); releases
  * the inner kind makes on its own (a delegation kind's helper) do not come
- * through here, so a parked waiter also re-checks every PARK_SAFETY_NS. */
+ * through here, so a parked waiter also re-checks every PARK_SAFETY_NS.
+ *
+ * No lost wake-up: the waiter announces itself with a read-modify-write of
+ * the gate before it looks at the lock, and the releaser, after releasing,
+ * does one too.  RMWs on one word are totally ordered and each reads the
+ * last value: if the releaser's comes later it sees the bit and wakes; if
+ * earlier, the waiter's RMW reads from it (release/acquire), so the
+ * waiter's look at the lock sees the release. */
 static void wait_free(elide_lock_t *l, int read)
 {
     baton_waiter_t w;
@@ -194,30 +201,21 @@ static void wait_free(elide_lock_t *l, int read)
     while (busy(l, read)) {
         if (baton_waiter_pause(&w, NULL, 0))
             continue;
-        /* Relaxed load; the CAS is the announcement (seq_cst: with the fence
-         * below and the one in wake_waiters, either we see the release or
-         * the releaser sees our bit: the store-buffering pattern). */
-        uint32_t g = baton_load(&l->gate, memory_order_relaxed);
-        if (!(g & BATON_WAIT_PARKED) &&
-            !baton_cas(&l->gate, &g, g | BATON_WAIT_PARKED, memory_order_seq_cst, memory_order_relaxed))
-            continue;
-        baton_fence(memory_order_seq_cst);
+        /* acq_rel: see above. */
+        baton_fetch_or(&l->gate, BATON_WAIT_PARKED, memory_order_acq_rel);
         if (!busy(l, read))
             break;
-        baton_park_timeout(&l->gate, g | BATON_WAIT_PARKED, PARK_SAFETY_NS);
+        baton_park_timeout(&l->gate, BATON_WAIT_PARKED, PARK_SAFETY_NS);
     }
 }
 
 /* After a real release: wake threads parked in wait_free. */
 static inline void wake_waiters(elide_lock_t *l)
 {
-    baton_fence(memory_order_seq_cst); /* pairs with the fence in wait_free() */
-    uint32_t g = baton_load(&l->gate, memory_order_relaxed);
-    if (BATON_UNLIKELY(g & BATON_WAIT_PARKED)) {
-        /* acq_rel exchange: publishes the new gate value the sleepers wait on. */
-        baton_xchg(&l->gate, (g + 1u) & ~BATON_WAIT_PARKED, memory_order_acq_rel);
+    /* acq_rel RMW: pairs with the waiter's (see wait_free()); clearing the
+     * bit also changes the word, so a sleeper about to park returns. */
+    if (BATON_UNLIKELY(baton_fetch_and(&l->gate, ~BATON_WAIT_PARKED, memory_order_acq_rel) & BATON_WAIT_PARKED))
         baton_wake_all(&l->gate);
-    }
 }
 
 /* An acquisition that ended on the inner lock (adaptive): skip elision on
