@@ -326,7 +326,7 @@ static void clock_calibrate(void)
      * every power state, so it can stand for wall time. */
     if (!__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8)))
         return;
-    uint64_t n0, t0, n1, t1;
+    uint64_t n0 = 0, t0 = 0, n1 = 0, t1 = 0; /* set by clock_pair(); gcc -O3 cannot tell */
     clock_pair(&n0, &t0);
     do
         clock_pair(&n1, &t1);
