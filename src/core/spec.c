@@ -1,6 +1,7 @@
 /* spec.c - parse "kind[:wait][,key=value...]" (grammar in baton/baton.h). */
 #include "registry.h"
 #include "error.h"
+#include "spec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,19 +27,20 @@ static void list_waits(char *buf, size_t size, unsigned mask)
     snprintf(buf + used, size - used, "auto");
 }
 
-static void list_options(char *buf, size_t size, const baton_kind_t *k)
+static void list_options(char *buf, size_t size, const baton_spec_tail_t *t)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t j = 0; j < k->noptions; j++) {
-        int n = snprintf(buf + used, size - used, "%s=<%llu..%llu>, ", k->options[j].name,
-                         (unsigned long long)k->options[j].min,
-                         (unsigned long long)k->options[j].max);
+    for (size_t j = 0; j < t->noptions; j++) {
+        int n = snprintf(buf + used, size - used, "%s%s=<%llu..%llu>", j ? ", " : "", t->options[j].name,
+                         (unsigned long long)t->options[j].min,
+                         (unsigned long long)t->options[j].max);
         if (n < 0 || (size_t)n >= size - used)
             return;
         used += (size_t)n;
     }
-    snprintf(buf + used, size - used, "check=<0|1>");
+    if (t->check)
+        snprintf(buf + used, size - used, "%scheck=<0|1>", used ? ", " : "");
 }
 
 static int parse_uint(const char *s, size_t len, uint64_t *out)
@@ -61,6 +63,85 @@ int baton_opts_inner(const baton_opts_t *o, char *buf, size_t size)
         return baton_fail(EINVAL, "inner lock spec too long (%zu bytes; at most %zu)", o->inner_len, size - 1);
     memcpy(buf, o->inner, o->inner_len);
     buf[o->inner_len] = '\0';
+    return 0;
+}
+
+int baton_spec_parse_tail(const baton_spec_tail_t *t, const char *spec, const char *p, baton_opts_t *o,
+                          int *asked)
+{
+    char valid[512];
+    int wait = t->default_wait;
+    if (*p == ':') {
+        p++;
+        size_t wlen = strcspn(p, ",");
+        if (!t->takes_wait)
+            return baton_fail(EINVAL, "%s kind '%s' takes no wait policy (got '%.*s')", t->what, t->name,
+                              (int)wlen, p);
+        wait = baton_wait_parse(p, wlen);
+        if (wait < 0 || (wait != BATON_WAIT_AUTO && !(t->waits & BATON_WAIT_BIT(wait)))) {
+            list_waits(valid, sizeof valid, t->waits);
+            return baton_fail(EINVAL, "unknown wait policy '%.*s' for '%s'; valid policies: %s",
+                              (int)wlen, p, t->name, valid);
+        }
+        p += wlen;
+    }
+
+    for (size_t j = 0; j < t->noptions; j++)
+        o->value[j] = t->options[j].def;
+    while (*p == ',') {
+        p++;
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len);
+        size_t nlen = eq ? (size_t)(eq - p) : len;
+        uint64_t v = 0;
+        /* A bare name is a switch: key=1, for the options that are 0 or 1
+         * ("elide(ttas),sleep"). */
+        if (!eq && t->check && nlen == 5 && memcmp(p, "check", 5) == 0) {
+            v = 1;
+        } else if (!eq) {
+            for (size_t j = 0; j < t->noptions; j++)
+                if (strlen(t->options[j].name) == nlen && memcmp(t->options[j].name, p, nlen) == 0 &&
+                    t->options[j].min == 0 && t->options[j].max == 1)
+                    eq = p + nlen, v = 1;
+        }
+        if (!eq || (eq < p + len && parse_uint(eq + 1, len - nlen - 1, &v) != 0)) {
+            list_options(valid, sizeof valid, t);
+            return baton_fail(EINVAL, "bad option '%.*s' for '%s': expected key=<unsigned> (or a bare switch, key alone for key=1); valid options: %s",
+                              (int)len, p, t->name, valid);
+        }
+        if (t->check && nlen == 5 && memcmp(p, "check", 5) == 0 && v <= 1) {
+            o->check = (int)v;
+        } else {
+            size_t j = 0;
+            while (j < t->noptions && !(strlen(t->options[j].name) == nlen &&
+                                        memcmp(t->options[j].name, p, nlen) == 0))
+                j++;
+            if (j == t->noptions || v < t->options[j].min || v > t->options[j].max) {
+                list_options(valid, sizeof valid, t);
+                return baton_fail(EINVAL, "%s option '%.*s' for '%s'; valid options: %s",
+                                  j == t->noptions ? "unknown" : "out-of-range", (int)len, p,
+                                  t->name, valid);
+            }
+            o->value[j] = v;
+        }
+        p += len;
+    }
+    if (*p != '\0')
+        return baton_fail(EINVAL, "unexpected '%s' in %s spec '%s' (grammar: kind[:wait][,key=value...])",
+                          p, t->what, spec);
+
+    if (asked)
+        *asked = wait;
+    if (t->takes_wait) {
+        int rc = baton_wait_init(&o->wait, (baton_wait_kind)wait);
+        if (rc == ENOTSUP)
+            return baton_fail(ENOTSUP, "wait policy 'monitor' needs UMONITOR/UMWAIT (waitpkg) or "
+                                       "MONITORX/MWAITX, and this CPU has neither; use 'auto' to "
+                                       "pick the best available");
+        if (rc != 0)
+            return baton_fail(rc, "cannot initialise wait policy for '%s'", t->name);
+    }
+
     return 0;
 }
 
@@ -115,75 +196,14 @@ int baton_spec_parse(const char *spec, const baton_kind_t **kindp, baton_opts_t 
         return baton_fail(EINVAL, "lock kind '%s' does not wrap another kind (got '%s')", k->name, spec);
     }
 
-    int wait = k->default_wait;
-    if (*p == ':') {
-        p++;
-        size_t wlen = strcspn(p, ",");
-        if (!(k->caps & BATON_CAP_WAIT))
-            return baton_fail(EINVAL, "lock kind '%s' takes no wait policy (got '%.*s')", k->name,
-                              (int)wlen, p);
-        wait = baton_wait_parse(p, wlen);
-        if (wait < 0 || (wait != BATON_WAIT_AUTO && !(k->waits & BATON_WAIT_BIT(wait)))) {
-            list_waits(valid, sizeof valid, k->waits);
-            return baton_fail(EINVAL, "unknown wait policy '%.*s' for '%s'; valid policies: %s",
-                              (int)wlen, p, k->name, valid);
-        }
-        p += wlen;
-    }
-
-    for (size_t j = 0; j < k->noptions; j++)
-        o->value[j] = k->options[j].def;
-    while (*p == ',') {
-        p++;
-        size_t len = strcspn(p, ",");
-        const char *eq = memchr(p, '=', len);
-        size_t nlen = eq ? (size_t)(eq - p) : len;
-        uint64_t v = 0;
-        /* A bare name is a switch: key=1, for the options that are 0 or 1
-         * ("elide(ttas),sleep"). */
-        if (!eq && nlen == 5 && memcmp(p, "check", 5) == 0) {
-            v = 1;
-        } else if (!eq) {
-            for (size_t j = 0; j < k->noptions; j++)
-                if (strlen(k->options[j].name) == nlen && memcmp(k->options[j].name, p, nlen) == 0 &&
-                    k->options[j].min == 0 && k->options[j].max == 1)
-                    eq = p + nlen, v = 1;
-        }
-        if (!eq || (eq < p + len && parse_uint(eq + 1, len - nlen - 1, &v) != 0)) {
-            list_options(valid, sizeof valid, k);
-            return baton_fail(EINVAL, "bad option '%.*s' for '%s': expected key=<unsigned> (or a bare switch, key alone for key=1); valid options: %s",
-                              (int)len, p, k->name, valid);
-        }
-        if (nlen == 5 && memcmp(p, "check", 5) == 0 && v <= 1) {
-            o->check = (int)v;
-        } else {
-            size_t j = 0;
-            while (j < k->noptions && !(strlen(k->options[j].name) == nlen &&
-                                        memcmp(k->options[j].name, p, nlen) == 0))
-                j++;
-            if (j == k->noptions || v < k->options[j].min || v > k->options[j].max) {
-                list_options(valid, sizeof valid, k);
-                return baton_fail(EINVAL, "%s option '%.*s' for '%s'; valid options: %s",
-                                  j == k->noptions ? "unknown" : "out-of-range", (int)len, p,
-                                  k->name, valid);
-            }
-            o->value[j] = v;
-        }
-        p += len;
-    }
-    if (*p != '\0')
-        return baton_fail(EINVAL, "unexpected '%s' in lock spec '%s' (grammar: kind[:wait][,key=value...])",
-                          p, spec);
-
-    if (k->caps & BATON_CAP_WAIT) {
-        int rc = baton_wait_init(&o->wait, (baton_wait_kind)wait);
-        if (rc == ENOTSUP)
-            return baton_fail(ENOTSUP, "wait policy 'monitor' needs UMONITOR/UMWAIT (waitpkg) or "
-                                       "MONITORX/MWAITX, and this CPU has neither; use 'auto' to "
-                                       "pick the best available");
-        if (rc != 0)
-            return baton_fail(rc, "cannot initialise wait policy for '%s'", k->name);
-    }
+    baton_spec_tail_t t = {
+        .what = "lock", .name = k->name, .takes_wait = (k->caps & BATON_CAP_WAIT) != 0,
+        .waits = k->waits, .default_wait = k->default_wait, .options = k->options,
+        .noptions = k->noptions, .check = true,
+    };
+    int rc = baton_spec_parse_tail(&t, spec, p, o, NULL);
+    if (rc != 0)
+        return rc;
 
     /* Canonical form: kind, resolved policy, options that differ from their
      * defaults, check if on. */
