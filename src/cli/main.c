@@ -13,6 +13,8 @@ int cmd_bench_pq(int argc, char **argv);        /* bench/pq.c */
 int cmd_bench_rw(int argc, char **argv);        /* bench/rw.c */
 int cmd_bench_uncontended(int argc, char **argv); /* bench/uncontended.c */
 int cmd_bench_elide(int argc, char **argv);     /* bench/elide.c */
+int cmd_bench_barrier(int argc, char **argv);   /* bench/barrier.c */
+int cmd_bench_wake(int argc, char **argv);      /* bench/wake.c */
 int cmd_bench_apps(int argc, char **argv);      /* run.c */
 int cmd_run(int argc, char **argv);             /* run.c */
 int cmd_profile(int argc, char **argv);         /* profile.c */
@@ -31,6 +33,8 @@ static void usage(FILE *f)
             "  bench rw                RWBench: readers and writers on a shared 64-entry array\n"
             "  bench uncontended       cost of one uncontended lock+unlock, typed and dynamic API\n"
             "  bench elide             memcached-like cache under one lock: elide(<kind>) vs plain locks\n"
+            "  bench barrier           barrier episodes (EPCC): N threads do W of work and meet, vs peers\n"
+            "  bench wake              each wait policy's wake-up latency and CPU burnt, vs spin and park\n"
             "  bench apps              real applications (memcached, Kyoto Cabinet, OpenMP) stock vs baton\n"
             "  run                     run a program with baton locks in place of pthread's (LD_PRELOAD)\n"
             "  profile                 run a program and print the contention of each of its locks\n"
@@ -114,9 +118,13 @@ int main(int argc, char **argv)
             return cmd_bench_uncontended(argc - 2, argv + 2);
         if (argc >= 3 && !strcmp(argv[2], "elide"))
             return cmd_bench_elide(argc - 2, argv + 2);
+        if (argc >= 3 && !strcmp(argv[2], "barrier"))
+            return cmd_bench_barrier(argc - 2, argv + 2);
+        if (argc >= 3 && !strcmp(argv[2], "wake"))
+            return cmd_bench_wake(argc - 2, argv + 2);
         if (argc >= 3 && !strcmp(argv[2], "apps"))
             return cmd_bench_apps(argc - 2, argv + 2);
-        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended, elide, apps\n",
+        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended, elide, barrier, wake, apps\n",
                 argc >= 3 ? argv[2] : "");
         return 2;
     }
