@@ -36,7 +36,7 @@ lib=$build/src/preload/libbaton-preload.so
 timeout_s=${PTEST_TIMEOUT:-30}
 heavy=${PTEST_HEAVY:-all}
 
-tests=(mutex robust static_init cond rwlock spin fork versions symver omp threads million)
+tests=(mutex robust static_init cond rwlock spin barrier fork versions symver omp threads million)
 
 if [ ! -f "$lib" ]; then
     echo "FAIL: $lib is not built (ninja -C $build baton_preload)" >&2
@@ -63,7 +63,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 # The environment every run starts from: none of the interposer's variables.
-base_env=(env -u LD_PRELOAD -u BATON_LOCK -u BATON_RWLOCK -u BATON_SPIN -u BATON_PROFILE -u BATON_VERBOSE
+base_env=(env -u LD_PRELOAD -u BATON_LOCK -u BATON_RWLOCK -u BATON_SPIN -u BATON_BARRIER -u BATON_PROFILE -u BATON_VERBOSE
           -u PTEST_QUIET)
 
 is_heavy_kind() {
