@@ -361,6 +361,7 @@ void machine_describe(machine_t *m, bool measure)
     m->yield_ns = c->yield_ns;
     m->futex_wake_ns = c->futex_wake_ns;
     m->wakeup_latency_ns = c->wakeup_latency_ns; /* 0 if BATON_SPIN_BUDGET_NS was set */
+    m->park_cost_ns = c->park_cost_ns;
     m->spin_budget_ns = c->spin_budget_ns;
     m->cas_ns = time_cas();
     m->tsc_ghz = measure_tsc_ghz();
@@ -455,9 +456,10 @@ void machine_print(FILE *f, const machine_t *m)
             fprintf(f, "  %-26s n/a (one CPU, or pinning failed)\n", "cache-line round trip");
         }
         print_ns(f, "futex wake (no sleeper)", m->futex_wake_ns);
-        if (m->wakeup_latency_ns > 0.0)
+        if (m->wakeup_latency_ns > 0.0) {
             print_ns(f, "futex wake-up latency", m->wakeup_latency_ns);
-        else
+            print_ns(f, "park cost (short wait)", m->park_cost_ns);
+        } else
             fprintf(f, "  %-26s not measured (BATON_SPIN_BUDGET_NS set)\n",
                     "futex wake-up latency");
         print_ns(f, "sched_yield", m->yield_ns);
@@ -550,6 +552,7 @@ void machine_json(FILE *f, const machine_t *m)
     key(f, "rtt_cpu_b", &first);        fprintf(f, "%d", m->rtt_cpu_b);
     key(f, "futex_wake_ns", &first);    json_num(f, m->futex_wake_ns);
     key(f, "wakeup_latency_ns", &first); json_num(f, m->wakeup_latency_ns);
+    key(f, "park_cost_ns", &first);      json_num(f, m->park_cost_ns);
     key(f, "yield_ns", &first);         json_num(f, m->yield_ns);
     key(f, "spin_budget_ns", &first);   json_num(f, m->spin_budget_ns);
     key(f, "tsc_ghz", &first);          json_num(f, m->tsc_ghz);

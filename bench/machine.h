@@ -28,7 +28,8 @@ typedef struct machine {
                                first CPU on another core; 0 if single-core */
     int rtt_cpu_a, rtt_cpu_b;
     double futex_wake_ns;   /* futex wake with no sleeper */
-    double wakeup_latency_ns; /* futex wake of a parked thread until it runs */
+    double wakeup_latency_ns; /* futex wake of a parked thread until it runs (CPU idle) */
+    double park_cost_ns;      /* one park of a wait that ends soon: CPU + wake-up (the spin budget) */
     double yield_ns;
     double spin_budget_ns;  /* spinpark/monitor budget chosen by calibration */
     double tsc_ghz;

@@ -8,11 +8,13 @@
  *   backoff   poll with bounded exponential backoff between reads.
  *   yield     poll, calling sched_yield() between reads.
  *   park      no spinning: sleep in the kernel (futex) at once.
- *   spinpark  spin for a budget, then park.  The budget is derived from the
- *             futex wake-up latency measured on the running machine at
- *             start-up (see baton_calibration()), so that a waiter never
- *             spends more than about twice the optimal time (the classic
- *             spin-then-block argument).
+ *   spinpark  spin, then park.  The budget B is the cost of one park
+ *             measured on the running machine at start-up (see
+ *             baton_calibration()); each wait spins for a random share of
+ *             it (drawn so that a wait costs on average at most e/(e-1) =
+ *             1.58 times what the better of spinning and parking would
+ *             have: the randomised spin-then-block argument; a fixed B
+ *             gives 2).
  *   monitor   wait in a low-power state until the watched cache line is
  *             written: UMONITOR/UMWAIT (Intel waitpkg) or MONITORX/MWAITX
  *             (AMD), detected with CPUID at run time; after the same budget as
@@ -148,11 +150,15 @@ typedef struct baton_calibration {
     double xchg_ns;           /* uncontended atomic exchange */
     double yield_ns;          /* sched_yield() with nothing else to run */
     double futex_wake_ns;     /* futex wake with no sleeper (the syscall) */
-    double wakeup_latency_ns; /* futex wake of a parked thread until it runs */
+    double wakeup_latency_ns; /* futex wake of a parked thread until it runs (CPU idle) */
+    double park_cost_ns;      /* a wait that ends soon: the waiter's CPU for one park and
+                                 wake plus its wake-up latency; the spin budget */
     double spin_budget_ns;    /* what spinpark and monitor spin before parking */
     uint32_t spin_budget_iters;
     uint32_t backoff_max;     /* largest backoff delay, in spin hints */
     int from_env;             /* 1 if BATON_SPIN_BUDGET_NS overrode the budget */
+    int spin_fixed;           /* 1 if BATON_SPIN_FIXED=1: spinpark spins the whole budget
+                                 every time instead of a random share of it (wait.c) */
 } baton_calibration_t;
 
 BATON_API const baton_calibration_t *baton_calibration(void);

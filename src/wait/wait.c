@@ -74,6 +74,39 @@ int baton_wait_init(baton_wait_t *w, baton_wait_kind kind)
     return 0;
 }
 
+/* spinpark's spin limit for one waiting episode: a random fraction of the
+ * budget B (the measured cost of one park), drawn from the density
+ * e^(x/B) / (B (e-1)) on [0, B].  A fixed limit of B costs at most twice
+ * what the better of spinning and parking would have for that wait (and
+ * costs exactly that much for waits just longer than B); this randomised
+ * limit costs at most e/(e-1) = 1.58 times as much, on average, for every
+ * wait length (the randomised ski-rental bound).  Table: 65536 * ln(1 +
+ * (i + 0.5) / 64 * (e - 1)), the inverse of its distribution at 64 points;
+ * the draw is a per-thread xorshift.  BATON_SPIN_FIXED=1 (read once, see
+ * calibrate.c) keeps the fixed limit. */
+static const uint16_t spin_fraction[64] = {
+    874,   2588,  4257,  5886,  7475,  9026,  10542, 12023, 13471, 14889, 16276, 17634, 18965,
+    20269, 21548, 22803, 24033, 25242, 26428, 27593, 28738, 29863, 30969, 32057, 33127, 34180,
+    35216, 36236, 37241, 38230, 39205, 40165, 41111, 42044, 42964, 43871, 44766, 45649, 46520,
+    47379, 48228, 49065, 49892, 50709, 51516, 52312, 53100, 53878, 54646, 55406, 56157, 56900,
+    57634, 58361, 59079, 59789, 60492, 61187, 61876, 62556, 63230, 63897, 64558, 65212};
+
+static _Thread_local uint32_t spin_rng __attribute__((tls_model("initial-exec")));
+
+static uint32_t spin_limit(uint32_t budget)
+{
+    if (baton_calibration()->spin_fixed)
+        return budget;
+    uint32_t x = spin_rng;
+    if (BATON_UNLIKELY(x == 0))
+        x = (uint32_t)(uintptr_t)&spin_rng | 1u; /* a per-thread seed: its TLS address */
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    spin_rng = x;
+    return (uint32_t)(((uint64_t)budget * spin_fraction[x & 63u]) >> 16);
+}
+
 bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_t val)
 {
     const baton_wait_t *w = s->w;
@@ -93,7 +126,9 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
     case BATON_WAIT_PARK:
         return false;
     case BATON_WAIT_SPINPARK:
-        if (s->spins >= w->budget)
+        if (s->spins == 0)
+            s->delay = spin_limit(w->budget); /* this episode's limit (delay is unused here) */
+        if (s->spins >= s->delay)
             return false;
         s->spins++;
         baton_cpu_relax();
