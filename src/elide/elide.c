@@ -247,6 +247,23 @@ static bool retry_after(const elide_lock_t *l, unsigned cause, unsigned aborts)
     }
 }
 
+/* Start a transaction with l as its outermost elided lock: HTM_STARTED (l
+ * is in the nesting table, its word in the read set), or the abort status
+ * (a held lock aborts with HTM_CODE_BUSY).  An abort resumes here even after
+ * this returned: the hardware restores the registers and rolls back every
+ * write, the stack included. */
+static inline BATON_RTM_FN __attribute__((always_inline)) uint32_t start_outer(elide_lock_t *l, int read)
+{
+    uint32_t st = htm_begin();
+    if (st == HTM_STARTED) {
+        if (busy(l, read))
+            htm_abort(HTM_CODE_BUSY);
+        nest.e[0] = tag(l, read);
+        nest.n = 1;
+    }
+    return st;
+}
+
 /* Enter l's critical section (reader's if read) as the outermost elided
  * lock.  GOT_SPEC: a transaction is open with l in it.  GOT_HELD: the inner
  * lock was taken for real (base and sleep try it once after an abort; only
@@ -265,14 +282,9 @@ static BATON_RTM_FN int begin(elide_lock_t *l, int read)
     for (unsigned aborts = 0;;) {
         if (waits_first)
             wait_free(l, read);
-        uint32_t st = htm_begin();
-        if (st == HTM_STARTED) {
-            if (busy(l, read))
-                htm_abort(HTM_CODE_BUSY);
-            nest.e[0] = tag(l, read);
-            nest.n = 1;
+        uint32_t st = start_outer(l, read);
+        if (st == HTM_STARTED)
             return GOT_SPEC;
-        }
         unsigned cause = htm_cause(st);
         count(l, cause);
         if (!retry_after(l, cause, ++aborts)) {
@@ -356,14 +368,9 @@ static BATON_RTM_FN int try_enter(elide_lock_t *l, int read, int (*inner_try)(el
         return 0;
     }
     if (l->policy != POLICY_ADAPTIVE || baton_load(&l->skip, memory_order_relaxed) == 0) {
-        uint32_t st = htm_begin();
-        if (st == HTM_STARTED) {
-            if (busy(l, read))
-                htm_abort(HTM_CODE_BUSY);
-            nest.e[0] = tag(l, read);
-            nest.n = 1;
+        uint32_t st = start_outer(l, read);
+        if (st == HTM_STARTED)
             return 0;
-        }
         count(l, htm_cause(st));
         count(l, SLOW_FALLBACKS);
     } else {
