@@ -130,7 +130,7 @@ enum {
     BENCH_ERROR          /* could not set up */
 };
 
-#define BENCH_EXTRAS 4
+#define BENCH_EXTRAS 12
 
 typedef struct bench_result {
     int status;

@@ -78,7 +78,7 @@ static double time_cas(void)
 }
 
 /* TSC ticks per nanosecond against CLOCK_MONOTONIC over about 10 ms. */
-static double measure_tsc_ghz(void)
+double machine_tsc_ghz(void)
 {
 #if defined(__x86_64__)
     uint64_t c0 = __builtin_ia32_rdtsc(), t0 = now_ns();
@@ -364,7 +364,7 @@ void machine_describe(machine_t *m, bool measure)
     m->park_cost_ns = c->park_cost_ns;
     m->spin_budget_ns = c->spin_budget_ns;
     m->cas_ns = time_cas();
-    m->tsc_ghz = measure_tsc_ghz();
+    m->tsc_ghz = machine_tsc_ghz();
     measure_line_rtt(m);
 }
 

@@ -42,6 +42,8 @@ void machine_free(machine_t *m);
 void machine_print(FILE *f, const machine_t *m);
 /* The JSON object (without a key), e.g. {"cpu_model": ..., ...}. */
 void machine_json(FILE *f, const machine_t *m);
+/* TSC ticks per nanosecond (GHz), measured over 10 ms; 0 where there is none. */
+double machine_tsc_ghz(void);
 
 /* RAPL: cumulative package energy in joules, or a negative value where
  * /sys/class/powercap is missing or unreadable. */

@@ -160,6 +160,8 @@ int report_json(const char *path, const machine_t *m, const char *extra_json,
             fprintf(f, ", \"message\": ");
             report_json_string(f, r->median.message);
         }
+        if (r->json_more && r->json_more[0])
+            fprintf(f, ", %s", r->json_more);
         fprintf(f, "}");
     }
     fprintf(f, "\n  ]\n}\n");

@@ -26,6 +26,9 @@ typedef struct bench_record {
      * header; NULL key: unused.  Negative values print as "-". */
     const char *extra_keys[BENCH_EXTRAS];
     const char *extra_labels[BENCH_EXTRAS];
+    /* Optional: more JSON members for this record ("\"k\": v, ..."), written
+     * after the others; owned by the caller. */
+    const char *json_more;
 } bench_record_t;
 
 static inline double record_rate(const bench_record_t *r)

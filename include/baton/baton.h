@@ -181,8 +181,16 @@ typedef struct baton_stats {
     uint64_t tx_fallbacks;  /* acquisitions that tried to elide, then took the inner lock */
     uint64_t tx_skipped;    /* acquisitions that took the inner lock without trying
                                (adaptive back-off, or RTM unusable) */
-    uint64_t reserved[7];
+    /* Lock servers (server, server:chain, server:hier, server:hier+chain):
+     * messages (writes into another thread's mailbox line) by role, index
+     * with BATON_ROLE_*; zero for other kinds. */
+    uint64_t msg_sent[3];
+    uint64_t msg_received[3];
+    uint64_t reserved[1];
 } baton_stats_t;
+
+/* The roles of a lock server's messages (baton_stats_t.msg_*). */
+enum { BATON_ROLE_GLOBAL = 0, BATON_ROLE_LOCAL = 1, BATON_ROLE_CLIENT = 2, BATON_ROLES = 3 };
 
 /* Why a hardware transaction aborted (index of baton_stats_t.tx_aborts). */
 enum {
