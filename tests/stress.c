@@ -279,6 +279,11 @@ int main(int argc, char **argv)
         {"mrqd", "mrqd,readers=1,read_patience=1"},
         {"rcl", "rcl,post=1"},
         {"rcl", "rcl,server=1,idle_us=1"},
+        {"server", "server,chain"},
+        {"server", "server,hier,groups=2"}, /* two local servers, whatever the machine */
+        {"server", "server,hier,chain,groups=2"},
+        {"server", "server:park,hier,chain,groups=2,local_bound=2"},
+        {"server", "server,server=2"},
         {"elide", "elide(ttas),base"},
         {"elide", "elide(mcs:spinpark),sleep"},
         {"elide", "elide(relay),nretries=2,stats=0"},

@@ -21,6 +21,7 @@ static const baton_kind_t *const kinds[] = {
     &baton_kind_relay,
     &baton_kind_pthread,
     &baton_kind_rcl,
+    &baton_kind_server,
     &baton_kind_fc,
     &baton_kind_ccsynch,
     &baton_kind_qd,

@@ -91,5 +91,6 @@ extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, ba
     baton_kind_clh, baton_kind_onespinner, baton_kind_relay, baton_kind_pthread;
 extern const baton_kind_t baton_kind_qd, baton_kind_mrqd, baton_kind_hqd, baton_kind_rcl,
     baton_kind_fc, baton_kind_ccsynch, baton_kind_rw, baton_kind_elide;
+extern const baton_kind_t baton_kind_server; /* src/server/: server, ,chain, ,hier, ,hier,chain */
 
 #endif

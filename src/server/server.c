@@ -1,0 +1,216 @@
+/* server.c - the `server` kind: lock servers in the spirit of pLock.  A
+ * dedicated server thread owns each lock's state; clients ask it for the
+ * lock by message and wait for the grant (server.h: the transport and the
+ * message accounting; basic.c, chain.c, hier.c: the protocols).
+ *
+ * One kind, four protocols, chosen by switches (the spec grammar ends a
+ * kind's name at ':', so the names "server:chain" & co. cannot be kinds):
+ *   server                  basic: request, grant, release       (basic.c)
+ *   server,chain            grants carry the waiting list        (chain.c)
+ *   server,hier             local servers per core group         (hier.c)
+ *   server,hier,chain       both (hier+chain)
+ * with server=K (the top-level server, shared with rcl's server=K),
+ * groups=N (hier: 0 = NUMA nodes or cache groups, as hqd), local_bound=N
+ * (hier: consecutive local grants while another group waits, default 64,
+ * reason in hier.c), cpu= and idle_us= (the top-level server, as rcl).
+ *
+ * execute and delegate are lock, run, unlock (the dynamic API's own path):
+ * shipping the operation to the server is rcl's job, on the same thread
+ * if asked (server=K); a lock server is for code that keeps its critical
+ * sections in the client.  Owners are tracked (a thread-local set of held
+ * locks): unlock by a thread that does not hold the lock gives EPERM.
+ *
+ * Freeing: the lock's server(s) confirm by message that the lock is not
+ * granted and nobody waits (EBUSY otherwise, nothing freed); a server
+ * stops with its last lock.
+ */
+#include "server.h"
+#include "../core/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BOUND 64
+
+enum { OPT_SERVER, OPT_CHAIN, OPT_HIER, OPT_GROUPS, OPT_BOUND, OPT_CPU, OPT_IDLE };
+
+static lk_inst_t *my_inst(srv_lock_t *k)
+{
+    return k->hier ? &hier_mine(k)->in : &k->inst;
+}
+
+/* A server lost in a fork cannot be started again (no thread can be
+ * created): nothing can grant the lock, and lock() cannot fail. */
+static void ready_or_die(srt_server_t *s)
+{
+    if (BATON_UNLIKELY(srt_ready(s) != 0)) {
+        fprintf(stderr, "baton: lock server: %s\n", baton_last_error());
+        abort();
+    }
+}
+
+/* Ask for the lock; returns the answer. */
+static uint32_t acquire(srv_lock_t *k, uint32_t op)
+{
+    lk_inst_t *in = my_inst(k);
+    ready_or_die(in->home);
+    srt_mailbox_t *mb = lk_post(in->home, in, op);
+    const uint32_t v = lk_wait(mb, &k->wait);
+    if (v == SRT_REFUSED)
+        return v;
+    /* A chained grant handed us the waiters behind us: read them now,
+     * before any request of ours can queue our link elsewhere. */
+    srt_waiter_t *rest = v == SRT_CHAINED ? chain_rest(&mb->w) : NULL;
+    if (BATON_UNLIKELY(!lk_held_push(k, in, rest))) {
+        fprintf(stderr, "baton: lock server: out of memory for the held-lock set\n");
+        abort();
+    }
+    return v;
+}
+
+static void k_lock(void *st)
+{
+    (void)acquire(st, LK_LOCK);
+}
+
+static int k_trylock(void *st)
+{
+    return acquire(st, LK_TRY) == SRT_REFUSED ? EBUSY : 0;
+}
+
+static int k_unlock(void *st)
+{
+    srv_lock_t *k = st;
+    lk_inst_t *in;
+    srt_waiter_t *rest;
+    if (!lk_held_take(k, &in, &rest))
+        return EPERM;
+    if (rest && chain_pass(rest, &k->wait))
+        return 0;
+    lk_release_home(in);
+    return 0;
+}
+
+static int k_is_locked(void *st)
+{
+    srv_lock_t *k = st;
+    /* Relaxed: a racy look (the holder always sees its own lock held). */
+    return lk_held_find(k) || (baton_load(&k->inst.hint, memory_order_relaxed) & LK_HINT_HELD) != 0;
+}
+
+/* Is the lock idle at this instance's home?  (0, or EBUSY.) */
+static int ask_free(srv_lock_t *k, lk_inst_t *in)
+{
+    /* A server that cannot be started again after a fork runs nothing
+     * that could touch the lock. */
+    if (srt_ready(in->home) != 0)
+        return 0;
+    srt_mailbox_t *mb = lk_post(in->home, in, LK_FREE);
+    return lk_wait(mb, &k->wait) == SRT_GRANTED ? 0 : EBUSY;
+}
+
+static int k_destroy(void *st)
+{
+    srv_lock_t *k = st;
+    if (lk_held_find(k))
+        return EBUSY;
+    /* The groups first: each one hands the lock back to the global server
+     * before it answers, if its last client's release was still pending. */
+    for (uint32_t g = 0; k->hier && g < k->ngroups; g++)
+        if (ask_free(k, &k->groups[g].in) != 0)
+            return EBUSY;
+    if (ask_free(k, &k->inst) != 0)
+        return EBUSY;
+    if (BATON_UNLIKELY(srt_self() == k->server)) {
+        /* Freed by an operation shipped to its own server (rcl): joining
+         * the server from its own thread is impossible, so its last lock
+         * gives EBUSY, as rcl's does.  A hierarchical lock always does:
+         * its local servers hold references to this server, and stopping
+         * them could drop the last one from here. */
+        if (k->hier || srt_put_nonlast(k->server) != 0)
+            return EBUSY;
+        return 0;
+    }
+    if (k->hier)
+        hier_fini(k);
+    srt_put(k->server);
+    return 0;
+}
+
+static int k_init(void *st, const baton_opts_t *o)
+{
+    srv_lock_t *k = st;
+    const bool chain = o->value[OPT_CHAIN] != 0, hier = o->value[OPT_HIER] != 0;
+    if (!hier && (o->value[OPT_GROUPS] != 0 || o->value[OPT_BOUND] != DEFAULT_BOUND))
+        return baton_fail(EINVAL, "server: groups= and local_bound= apply to the hierarchical "
+                                  "lock only; add hier (e.g. \"server,hier,groups=2\")");
+    lk_engine_init();
+    k->wait = o->wait;
+    k->hier = hier;
+    int rc = srt_get("server", (int)o->value[OPT_SERVER], (unsigned)o->value[OPT_CPU],
+                     o->value[OPT_IDLE], &k->server);
+    if (rc != 0)
+        return rc;
+    lk_inst_init(&k->inst, k->server, &k->wait, chain, false,
+                 hier ? BATON_ROLE_LOCAL : BATON_ROLE_CLIENT, BATON_ROLE_GLOBAL);
+    if (hier) {
+        rc = hier_init(k, o, chain, (uint32_t)o->value[OPT_BOUND], o->value[OPT_IDLE],
+                       (int)o->value[OPT_GROUPS]);
+        if (rc != 0) {
+            srt_put(k->server);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void add_counts(baton_stats_t *out, lk_inst_t *in)
+{
+    for (int r = 0; r < BATON_ROLES; r++) {
+        /* Relaxed: a racy snapshot of counters their home writes. */
+        out->msg_sent[r] += baton_load(&in->sent[r], memory_order_relaxed);
+        out->msg_received[r] += baton_load(&in->recv[r], memory_order_relaxed);
+    }
+}
+
+static void k_stats(void *st, baton_stats_t *out)
+{
+    srv_lock_t *k = st;
+    add_counts(out, &k->inst);
+    for (uint32_t g = 0; k->hier && g < k->ngroups; g++)
+        add_counts(out, &k->groups[g].in);
+}
+
+static size_t k_footprint(const baton_opts_t *o)
+{
+    return o->value[OPT_HIER] ? hier_footprint(o, (int)o->value[OPT_GROUPS]) : 0;
+}
+
+static const baton_option_desc_t server_options[] = {
+    [OPT_SERVER] = {"server", 0, SRT_SERVERS - 1, 0,
+                    "the server thread that holds the lock (shared with rcl,server=K)"},
+    [OPT_CHAIN] = {"chain", 0, 1, 0, "1: grants carry the waiting list; holders pass the lock on"},
+    [OPT_HIER] = {"hier", 0, 1, 0, "1: a local server per core group caches the lock"},
+    [OPT_GROUPS] = {"groups", 0, 1024, 0, "hier: core groups (0: NUMA nodes, else shared caches)"},
+    [OPT_BOUND] = {"local_bound", 1, 1000000, DEFAULT_BOUND,
+                   "hier: local grants in a row while another group waits"},
+    [OPT_CPU] = {"cpu", 0, SRT_CPU_AUTO, SRT_CPU_AUTO,
+                 "CPU the server is pinned to; 1023: the server-th CPU from the end of the mask"},
+    [OPT_IDLE] = {"idle_us", 1, 1000000, 100, "how long an idle server scans before it parks"},
+};
+
+const baton_kind_t baton_kind_server = {
+    .name = "server",
+    .summary = "lock server: a server thread grants the lock by messages (,chain: grants carry "
+               "the waiting list; ,hier: local servers per core group; both)",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
+            BATON_CAP_WAIT | BATON_CAP_SERVER | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE,
+    .waits = BATON_WAITS_ALL,
+    .default_wait = BATON_WAIT_SPINPARK,
+    .size = sizeof(srv_lock_t), .align = _Alignof(srv_lock_t),
+    .options = server_options, .noptions = sizeof server_options / sizeof server_options[0],
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .unlock = k_unlock, .is_locked = k_is_locked, .stats = k_stats, .footprint = k_footprint,
+};

@@ -1,0 +1,173 @@
+/* server.h - lock servers (the `server` kind), in the spirit of pLock:
+ * locks granted by messages instead of a shared lock word.
+ *
+ * Transport.  A message is one write into a cache line that another thread
+ * reads, and costs one cache-line transfer:
+ *   request  the client bumps the request word of its mailbox at the
+ *            lock's home server (server_rt.h: the lock channel, with the
+ *            operation and the lock in the same line);
+ *   grant    the home stores GRANTED (or CHAINED, or REFUSED for a trylock)
+ *            into the waiter's grant word, in that same line; the client
+ *            waits on it through the wait layer (baton_wait_while_eq), and
+ *            the home publishes with baton_wait_store, which wakes it;
+ *   release  the holder bumps the lock's release word (lk_inst_t.release),
+ *            which the home polls while the lock is granted.  Releases go
+ *            into the lock, not the mailbox, because a thread may release
+ *            several locks of one server in a row without waiting for
+ *            anything: a mailbox slot would need an acknowledgement (one
+ *            more message) before it could be reused, while a lock's
+ *            release word is written once per grant by construction;
+ *   pass     (chaining) the holder stores CHAINED into the next waiter's
+ *            grant word.
+ * So a lock/unlock costs exactly request + grant + release when alone, and
+ * nothing else moves: the home keeps each lock's state and waiting list in
+ * its own memory (lk_inst_t), touched by no other thread, so it needs no
+ * synchronisation; the waiting list links live in the mailboxes' line 0
+ * (srt_link_t), not in the lines the waiters watch.
+ *
+ * Who runs what.  The home of a lock is a server of the runtime shared with
+ * rcl (server_rt.h), numbered server=K: one server thread answers lock
+ * requests and runs shipped operations alike.  A hierarchical lock has one
+ * instance per core group, homed at that group's local server, and one at
+ * the global server; a local server asks the global one for the lock on its
+ * group's behalf through a mailbox of its own, and is answered in the
+ * group's waiter record (lk_local_t.grp).
+ *
+ * Counting.  Every message is counted once as sent (by its sender's role)
+ * and once as received (by its receiver's role), in counters of the lock
+ * instance that handles it, written only by that instance's home thread:
+ * requests and releases when the home consumes them, grants and refusals
+ * when it sends them, a client chain's passes when its last holder
+ * releases (the home knows how long the list it handed out was), a local
+ * server's pass of the global lock to the next group when it sends it.
+ * Control messages (free) are not counted.
+ */
+#ifndef BATON_SERVER_SERVER_H
+#define BATON_SERVER_SERVER_H
+
+#include "../delegate/server_rt.h"
+#include "../locks/kind.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Request operations (srt_waiter_t.req_op). */
+enum { LK_LOCK = 1, LK_TRY = 2, LK_FREE = 3 };
+
+/* lk_inst_t.hint bits. */
+enum { LK_HINT_HELD = 1u, LK_HINT_WAITERS = 2u };
+
+/* One lock at one server (its home).  Everything but `release`, the hint
+ * and the counters is the home thread's alone. */
+typedef struct lk_inst {
+    /* Bumped (seq_cst) by each release to the home. */
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t release;
+    uint32_t seen_release;     /* the last release handled */
+    uint8_t held;              /* granted, not released back */
+    uint8_t chain;             /* grants hand out the waiting list */
+    uint8_t local;             /* a group's instance: this is an lk_local_t */
+    uint8_t on_active;         /* on the home's list of instances to poll */
+    uint8_t req_role, own_role;/* BATON_ROLE_* of its requesters and of the home */
+    uint32_t nwait;            /* waiting list length */
+    uint32_t chain_len;        /* passes the chain handed out will make */
+    srt_waiter_t *head, *tail; /* the waiting list, linked through srt_link_t */
+    struct lk_inst *act_next, *act_prev;
+    /* Set at init, read by clients (on the line their release writes). */
+    srt_server_t *home;
+    baton_wait_t wait;
+    /* Written by the home (relaxed), read by anyone: a racy look. */
+    _Atomic uint32_t hint;     /* LK_HINT_* */
+    _Atomic uint64_t sent[BATON_ROLES], recv[BATON_ROLES];
+} lk_inst_t;
+
+/* A hierarchical lock's instance for one core group. */
+typedef struct lk_local {
+    lk_inst_t in;             /* homed at the group's local server */
+    /* The group as a waiter at the global instance: the global server (or
+     * a group passing the lock on) answers here, and wakes the local
+     * server, which polls it. */
+    srt_waiter_t grp;
+    _Alignas(BATON_CACHELINE) srt_link_t grp_link; /* written by the global server */
+    /* The local server's. */
+    _Alignas(BATON_CACHELINE) lk_inst_t *parent;
+    srt_waiter_t *tryer;      /* a client whose trylock was forwarded upstream */
+    struct lk_local *out_next;/* the local server's queue of requests to post */
+    uint32_t have;            /* the group holds the global lock */
+    uint32_t asked;           /* a request upstream is queued or unanswered */
+    uint32_t queued;          /* ...and still in the queue, not posted */
+    uint32_t ask_op;          /* LK_LOCK or LK_TRY */
+    uint32_t chained;         /* the global grant carried other groups */
+    uint32_t run;             /* local grants since the group got the lock */
+    uint32_t bound;           /* local_bound */
+} lk_local_t;
+
+/* The kind's state. */
+typedef struct srv_lock {
+    /* Read by every call; written at init. */
+    _Alignas(BATON_CACHELINE) srt_server_t *server; /* global (home of inst) */
+    baton_wait_t wait;
+    uint32_t hier, ngroups, ncpus, groups_want;
+    uint16_t *cpu_group;      /* CPU -> group (hier) */
+    lk_local_t *groups;       /* ngroups of them (hier) */
+    lk_inst_t inst;           /* the lock at the global server */
+} srv_lock_t;
+
+/* --- basic.c: the engine, and the client's side of request/grant/release -- */
+
+void lk_engine_init(void);
+void lk_inst_init(lk_inst_t *in, srt_server_t *home, const baton_wait_t *w, bool chain,
+                  bool local, int req_role, int own_role);
+/* Count n messages from one role to another. */
+void lk_count(lk_inst_t *in, int from, int to, uint64_t n);
+/* Home side: answer w (counted: the home's role to the requesters'). */
+void lk_grant(srt_server_t *s, lk_inst_t *in, srt_waiter_t *w, uint32_t v);
+void lk_refuse(lk_inst_t *in, srt_waiter_t *w);
+void lk_append(lk_inst_t *in, srt_waiter_t *w);
+/* Grant the first waiter (with the rest of the list, when chaining). */
+void lk_grant_next(srt_server_t *s, lk_inst_t *in);
+void lk_activate(srt_server_t *s, lk_inst_t *in);
+void lk_deactivate(srt_server_t *s, lk_inst_t *in);
+void lk_set_hint(lk_inst_t *in);
+/* Store an answer into a waiter's grant word (and wake what waits). */
+void lk_answer(const baton_wait_t *wait, srt_waiter_t *w, uint32_t v);
+/* Was w's thread lost in a fork (only in a forked child)? */
+bool lk_dead(const srt_waiter_t *w);
+
+/* Client side. */
+srt_mailbox_t *lk_post(srt_server_t *home, lk_inst_t *in, uint32_t op);
+uint32_t lk_wait(srt_mailbox_t *mb, const baton_wait_t *w);
+void lk_release_home(lk_inst_t *in);
+/* The calling thread's held locks. */
+bool lk_held_push(const srv_lock_t *k, lk_inst_t *in, srt_waiter_t *rest);
+bool lk_held_take(const srv_lock_t *k, lk_inst_t **in, srt_waiter_t **rest);
+bool lk_held_find(const srv_lock_t *k);
+
+/* --- chain.c --------------------------------------------------------------- */
+
+/* The home hands the waiting list out with the grant to its first waiter;
+ * returns the grant value (CHAINED when others follow). */
+uint32_t chain_hand_out(lk_inst_t *in, srt_waiter_t *first);
+/* The home learns that a client chain has ended: count its passes. */
+void chain_ended(lk_inst_t *in);
+/* The successors a CHAINED grant handed to w. */
+srt_waiter_t *chain_rest(srt_waiter_t *w);
+/* A holder passes the lock to the first live waiter of rest; false when
+ * there is none (the holder then releases to the home). */
+bool chain_pass(srt_waiter_t *rest, const baton_wait_t *wait);
+
+/* --- hier.c ---------------------------------------------------------------- */
+
+void hier_request(srt_server_t *s, lk_local_t *L, srt_waiter_t *w, bool try_);
+void hier_released(srt_server_t *s, lk_local_t *L);
+uint32_t hier_poll(srt_server_t *s, lk_local_t *L);
+uint32_t hier_post(srt_server_t *s);
+bool hier_pending(const lk_local_t *L);
+bool hier_busy(const lk_local_t *L);
+void hier_revive(lk_local_t *L);
+int hier_init(srv_lock_t *k, const baton_opts_t *o, bool chain, uint32_t bound, uint64_t idle_us,
+              int groups_want);
+void hier_fini(srv_lock_t *k);
+lk_local_t *hier_mine(srv_lock_t *k);
+size_t hier_footprint(const baton_opts_t *o, int groups_want);
+
+#endif
