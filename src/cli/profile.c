@@ -46,6 +46,9 @@ typedef struct rec {
     /* elide(<kind>): attempts, commits, aborts by cause, fallbacks, skipped */
     bool elided;
     uint64_t tx[2 + BATON_ABORT_CAUSES + 2];
+    /* Lock servers: messages sent and received, by role (BATON_ROLE_*). */
+    bool served;
+    uint64_t sent[BATON_ROLES], received[BATON_ROLES];
 } rec_t;
 
 #define TX_FIELDS (2 + BATON_ABORT_CAUSES + 2)
@@ -155,6 +158,15 @@ static void read_report(const char *path)
             r->elided = true;
             for (int k = 0; k < TX_FIELDS; k++)
                 r->tx[k] = strtoull(fl[2 + k], NULL, 10);
+        } else if (strcmp(fl[0], "server") == 0 && n >= 2 + 2 * BATON_ROLES && nrecs > 0 &&
+                   recs[nrecs - 1].proc == pi && strcmp(recs[nrecs - 1].addr, fl[1]) == 0) {
+            /* The lock server's messages, of the lock on the line before. */
+            rec_t *r = &recs[nrecs - 1];
+            r->served = true;
+            for (int k = 0; k < BATON_ROLES; k++) {
+                r->sent[k] = strtoull(fl[2 + 2 * k], NULL, 10);
+                r->received[k] = strtoull(fl[3 + 2 * k], NULL, 10);
+            }
         }
     }
     free(line);
@@ -487,6 +499,34 @@ static void print_elision(FILE *f)
     }
 }
 
+/* Lock servers: the messages each lock's protocol cost, per acquisition. */
+static void print_servers(FILE *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nrecs; i++)
+        n += recs[i].served;
+    if (n == 0)
+        return;
+    fprintf(f, "\nlock servers (%zu lock%s): messages sent/received by the global server, local servers "
+               "and clients\n", n, n == 1 ? "" : "s");
+    fprintf(f, "%-24s %11s %8s %15s %15s %15s\n", "lock", "acquired", "msg/acq", "global", "local", "clients");
+    for (size_t i = 0; i < nrecs; i++) {
+        const rec_t *r = &recs[i];
+        if (!r->served)
+            continue;
+        char lock[48], role[BATON_ROLES][32];
+        snprintf(lock, sizeof lock, "%s %s", r->type, r->addr);
+        uint64_t total = 0, a = acquisitions(r);
+        for (int k = 0; k < BATON_ROLES; k++) {
+            total += r->sent[k];
+            snprintf(role[k], sizeof role[k], "%" PRIu64 "/%" PRIu64, r->sent[k], r->received[k]);
+        }
+        fprintf(f, "%-24s %11" PRIu64 " %8.2f %15s %15s %15s  %s\n", lock, a,
+                a ? (double)total / (double)a : 0.0, role[BATON_ROLE_GLOBAL], role[BATON_ROLE_LOCAL],
+                role[BATON_ROLE_CLIENT], r->site);
+    }
+}
+
 static void print_processes(FILE *f, bool symbolized)
 {
     for (size_t i = 0; i < nprocs; i++) {
@@ -577,6 +617,14 @@ static int write_json(const char *path, char **cmd, int status)
             json_str(f, r->sym);
         else
             fputs("null", f);
+        if (r->served) {
+            static const char *const roles[BATON_ROLES] = {"global", "local", "client"};
+            fputs(",\n   \"messages\": {", f);
+            for (int k = 0; k < BATON_ROLES; k++)
+                fprintf(f, "%s\"%s\": {\"sent\": %" PRIu64 ", \"received\": %" PRIu64 "}", k ? ", " : "",
+                        roles[k], r->sent[k], r->received[k]);
+            fputc('}', f);
+        }
         if (r->elided) {
             fprintf(f, ",\n   \"elision\": {\"attempts\": %" PRIu64 ", \"commits\": %" PRIu64 ", \"aborts\": {",
                     r->tx[TX_ATTEMPTS], r->tx[TX_COMMITS]);
@@ -714,6 +762,7 @@ int cmd_profile(int argc, char **argv)
     fflush(stdout);
     print_table(stderr, top);
     print_elision(stderr);
+    print_servers(stderr);
     print_processes(stderr, a2l || nrecs == 0);
     if (nprocs == 0)
         fprintf(stderr, "baton profile: no process wrote a profile (%s)\n",

@@ -602,7 +602,8 @@ void pl_prof_bind(pl_prof_t *p, const baton_kind_t *kind, void *state)
     baton_store(&p->state, state, memory_order_relaxed);
 }
 
-/* The lock's elision counters, if its kind keeps them and it has used them. */
+/* The counters the lock's kind keeps, where it used them: elide(<kind>)'s
+ * transactions, a lock server's messages. */
 static void report_elision(out_t *o, pl_prof_t *r, const char *addr)
 {
     void *state = baton_load(&r->state, memory_order_relaxed); /* see pl_prof_bind() */
@@ -612,13 +613,24 @@ static void report_elision(out_t *o, pl_prof_t *r, const char *addr)
     baton_stats_t st;
     memset(&st, 0, sizeof st);
     k->stats(state, &st);
-    if (st.tx_attempts + st.tx_fallbacks + st.tx_skipped == 0)
-        return;
-    out_printf(o, "elide\t%s\t%llu\t%llu", addr, (unsigned long long)st.tx_attempts,
-               (unsigned long long)st.tx_commits);
-    for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
-        out_printf(o, "\t%llu", (unsigned long long)st.tx_aborts[c]);
-    out_printf(o, "\t%llu\t%llu\n", (unsigned long long)st.tx_fallbacks, (unsigned long long)st.tx_skipped);
+    if (st.tx_attempts + st.tx_fallbacks + st.tx_skipped != 0) {
+        out_printf(o, "elide\t%s\t%llu\t%llu", addr, (unsigned long long)st.tx_attempts,
+                   (unsigned long long)st.tx_commits);
+        for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
+            out_printf(o, "\t%llu", (unsigned long long)st.tx_aborts[c]);
+        out_printf(o, "\t%llu\t%llu\n", (unsigned long long)st.tx_fallbacks, (unsigned long long)st.tx_skipped);
+    }
+    /* Lock servers: messages sent and received by role. */
+    uint64_t msgs = 0;
+    for (unsigned role = 0; role < BATON_ROLES; role++)
+        msgs += st.msg_sent[role] + st.msg_received[role];
+    if (msgs != 0) {
+        out_printf(o, "server\t%s", addr);
+        for (unsigned role = 0; role < BATON_ROLES; role++)
+            out_printf(o, "\t%llu\t%llu", (unsigned long long)st.msg_sent[role],
+                       (unsigned long long)st.msg_received[role]);
+        out_printf(o, "\n");
+    }
 }
 
 static void report_record(out_t *o, pl_prof_t *r, const char *addr_text)
