@@ -333,6 +333,21 @@ static BATON_RTM_FN int leave(elide_lock_t *l, int read)
 
 /* --- the operations ----------------------------------------------------------- */
 
+/* A writer's entry where RTM is usable: join our open transaction, or
+ * begin one (GOT_SPEC); or the policy took the inner lock (GOT_HELD, owner
+ * recorded); or GOT_NONE: the caller takes the inner lock its own way. */
+static inline BATON_RTM_FN __attribute__((always_inline)) int enter(elide_lock_t *l)
+{
+    if (nest.n > 0) {
+        join(l, 0);
+        return GOT_SPEC;
+    }
+    int got = begin(l, 0);
+    if (got == GOT_HELD)
+        baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_lock() */
+    return got;
+}
+
 static BATON_RTM_FN void k_lock(void *s)
 {
     elide_lock_t *l = s;
@@ -340,17 +355,11 @@ static BATON_RTM_FN void k_lock(void *s)
         inner_lock(l);
         return;
     }
-    if (nest.n > 0) {
-        join(l, 0);
-        return;
-    }
-    int got = begin(l, 0);
-    if (got == GOT_SPEC)
-        return;
-    if (got == GOT_NONE)
+    if (enter(l) == GOT_NONE) {
         inner_lock(l);
-    /* Relaxed: compared only with the caller's own token (k_unlock). */
-    baton_store(&l->owner, baton_self_token(), memory_order_relaxed);
+        /* Relaxed: compared only with the caller's own token (k_unlock). */
+        baton_store(&l->owner, baton_self_token(), memory_order_relaxed);
+    }
 }
 
 /* trylock, a writer's or a reader's: never waits.  Inside our transaction
@@ -474,17 +483,8 @@ static BATON_RTM_FN int k_execute(void *s, baton_fn fn, void *ctx)
     elide_lock_t *l = s;
     if (baton_htm_mode() == BATON_HTM_NONE)
         return baton_execute(l->inner, fn, ctx);
-    int got;
-    if (nest.n > 0) {
-        join(l, 0);
-        got = GOT_SPEC;
-    } else {
-        got = begin(l, 0);
-    }
-    if (got == GOT_NONE)
+    if (enter(l) == GOT_NONE)
         return baton_execute(l->inner, fn, ctx);
-    if (got == GOT_HELD)
-        baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_lock() */
     baton_run_op(l, fn, ctx, NULL);
     return k_unlock(s);
 }
@@ -493,16 +493,7 @@ static BATON_RTM_FN int k_delegate(void *s, baton_fn fn, const void *args, size_
 {
     elide_lock_t *l = s;
     if (baton_htm_mode() != BATON_HTM_NONE) {
-        int got;
-        if (nest.n > 0) {
-            join(l, 0);
-            got = GOT_SPEC;
-        } else {
-            got = begin(l, 0);
-        }
-        if (got != GOT_NONE) {
-            if (got == GOT_HELD)
-                baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_lock() */
+        if (enter(l) != GOT_NONE) {
             /* The function sees a private copy, as on a delegation kind. */
             _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
             if (size)
