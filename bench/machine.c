@@ -360,8 +360,8 @@ void machine_describe(machine_t *m, bool measure)
     m->xchg_ns = c->xchg_ns;
     m->yield_ns = c->yield_ns;
     m->futex_wake_ns = c->futex_wake_ns;
-    m->wakeup_latency_ns = c->wakeup_latency_ns; /* 0 if BATON_SPIN_BUDGET_NS was set */
-    m->park_cost_ns = c->park_cost_ns;
+    m->wakeup_latency_ns = baton_wakeup_latency_idle();
+    m->park_cost_ns = c->park_cost_ns; /* 0 if BATON_SPIN_BUDGET_NS was set */
     m->spin_budget_ns = c->spin_budget_ns;
     m->cas_ns = time_cas();
     m->tsc_ghz = machine_tsc_ghz();
@@ -456,12 +456,12 @@ void machine_print(FILE *f, const machine_t *m)
             fprintf(f, "  %-26s n/a (one CPU, or pinning failed)\n", "cache-line round trip");
         }
         print_ns(f, "futex wake (no sleeper)", m->futex_wake_ns);
-        if (m->wakeup_latency_ns > 0.0) {
-            print_ns(f, "futex wake-up latency", m->wakeup_latency_ns);
+        print_ns(f, "futex wake-up latency", m->wakeup_latency_ns);
+        if (m->park_cost_ns > 0.0)
             print_ns(f, "park cost (short wait)", m->park_cost_ns);
-        } else
+        else
             fprintf(f, "  %-26s not measured (BATON_SPIN_BUDGET_NS set)\n",
-                    "futex wake-up latency");
+                    "park cost (short wait)");
         print_ns(f, "sched_yield", m->yield_ns);
         print_ns(f, "spin budget", m->spin_budget_ns);
         if (m->tsc_ghz > 0.0)

@@ -268,16 +268,17 @@ static void calibrate(void)
         cal.spin_budget_ns = clamp(strtod(env, NULL), 0.0, 1e9);
         cal.from_env = 1;
     } else {
-        double cpu_deep, cpu_soon;
-        cal.wakeup_latency_ns = measure_wakeup(300000, true, &cpu_deep);
+        double cpu_soon;
         /* The budget is what parking costs a wait that ends soon after the
          * waiter gave up spinning: the sleeper's CPU for the park and the
          * wake, plus the wake-up latency when the CPU has not gone deeply
          * idle.  Spinning that long and then parking costs at most twice
          * what the better of the two would have (measured by `baton bench
-         * wake`); the deep-idle latency above (what a long sleeper pays)
-         * overshot it: 9.5 us against a park cost of 6 us on this
-         * project's 2-CPU VM, 2.6x the bound at a 100 us wait. */
+         * wake`); the deep-idle latency (baton_wakeup_latency_idle(), what
+         * a long sleeper pays) overshot it: 9.5 us against a park cost of
+         * 6 us on this project's 2-CPU VM, 2.6x the bound at a 100 us wait.
+         * That one is measured only when asked for (baton info): it costs
+         * 2-3 ms, too much for every process's start-up. */
         double lat_soon = measure_wakeup(20000, false, &cpu_soon);
         cal.park_cost_ns = lat_soon + cpu_soon;
         cal.spin_budget_ns = clamp(cal.park_cost_ns, BUDGET_MIN_NS, BUDGET_MAX_NS);
@@ -288,6 +289,21 @@ static void calibrate(void)
     double backoff_ns = clamp(cal.spin_budget_ns / BACKOFF_DIVISOR, BACKOFF_MIN_NS, BACKOFF_MAX_NS);
     double bmax = backoff_ns / cal.pause_ns;
     cal.backoff_max = bmax < 1.0 ? 1u : (uint32_t)bmax;
+}
+
+static double idle_latency_ns;
+static pthread_once_t idle_once = PTHREAD_ONCE_INIT;
+
+static void measure_idle(void)
+{
+    double cpu;
+    idle_latency_ns = measure_wakeup(300000, true, &cpu);
+}
+
+double baton_wakeup_latency_idle(void)
+{
+    pthread_once(&idle_once, measure_idle);
+    return idle_latency_ns;
 }
 
 const baton_calibration_t *baton_calibration(void)
