@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check.sh - model-check the protocol models with spin: QD (with its
-# resident helper), RCL, and the lock servers (chaining, hierarchy).
+# resident helper), RCL, and the lock servers (chaining, hierarchy, leases).
 #
 # Each check generates a verifier (spin -a), compiles it (gcc -O2) and runs
 # it in a temporary directory.  A check either must pass (no error, complete
@@ -75,6 +75,13 @@ checks=(
   "chain/live,4-clients|chain.pml|live|-DLIVE -DNC=4|-m1000000 -w21|"
   "chain/live|chain.pml|live|-DLIVE|-m200000 -w20|"
   "chain/basic-live|chain.pml|live|-DLIVE -DBASIC|-m200000 -w20|"
+  "keep/live|keep.pml|live|-DLIVE|-m1000000 -w21|"
+  "keep/live+BUG_NO_TAKEBACK|keep.pml|fail:acceptance cycle|-DLIVE -DBUG_NO_TAKEBACK|-A -m1000000 -w21|"
+  "keep/base|keep.pml|pass||-m100000 -w20|1 2 3 4 5 6 7 8"
+  "keep/3-clients|keep.pml|pass|-DNC=3 -DROUNDS=2|-m100000 -w21|1 2 3 4 5 6 7 8"
+  "keep/BUG_BLIND_RELOCK|keep.pml|fail:assertion violated .cn==1.|-DBUG_BLIND_RELOCK|-m100000 -w20|"
+  "keep/BUG_TAKE_HELD|keep.pml|fail:assertion violated .cn==1.|-DBUG_TAKE_HELD|-m100000 -w20|"
+  "keep/BUG_NO_FLAG|keep.pml|fail:assertion violated|-DBUG_NO_FLAG|-m100000 -w20|"
   "chain/base|chain.pml|pass||-m20000 -w20|1 2 3 4 6 7 8 9"
   "chain/4-clients|chain.pml|pass|-DNC=4|-m20000 -w21|1 2 3 4 5 6 7 8 9"
   "chain/basic|chain.pml|pass|-DBASIC|-m20000 -w20|1 2 8 9"

@@ -284,6 +284,8 @@ int main(int argc, char **argv)
         {"server", "server,hier,chain,groups=2"},
         {"server", "server:park,hier,chain,groups=2,local_bound=2"},
         {"server", "server,server=2"},
+        {"server", "server,keep_us=20"},       /* leases, taken back under contention */
+        {"server", "server:park,chain,keep_us=5"},
         {"elide", "elide(ttas),base"},
         {"elide", "elide(mcs:spinpark),sleep"},
         {"elide", "elide(relay),nretries=2,stats=0"},

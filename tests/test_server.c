@@ -279,7 +279,8 @@ static int on_other(int (*fn)(baton_lock_t *), baton_lock_t *l)
 }
 
 static const char *all_specs[] = {"server", "server,chain", "server,hier,groups=2",
-                                  "server,hier,chain,groups=2"};
+                                  "server,hier,chain,groups=2", "server,keep_us=50",
+                                  "server,chain,keep_us=50"};
 
 static void test_trylock_eperm(void)
 {
@@ -343,7 +344,7 @@ static void test_many_threads(void)
 {
     const char *specs[] = {"server",          "server,chain",         "server,hier,groups=2",
                            "server,hier,chain,groups=2", "server:park,hier,groups=2,local_bound=1",
-                           "server,server=3"};
+                           "server,server=3", "server,keep_us=10", "server:park,chain,keep_us=1"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         enum { T = 6, ITERS = 2000 };
         struct hammer h = {.l = new_lock(specs[i]), .iters = ITERS};
@@ -355,10 +356,11 @@ static void test_many_threads(void)
         CHECK(h.counter == (long)T * ITERS, "%s: counter %ld, want %d", specs[i], h.counter,
               T * ITERS);
         baton_stats_t s = settle(h.l, 0);
-        /* Every critical section sent its request; the rest depends on the
-         * interleaving, but no message is lost or double-counted. */
-        CHECK(s.msg_sent[C] >= (uint64_t)T * ITERS, "%s: %llu client messages", specs[i],
-              (unsigned long long)s.msg_sent[C]);
+        /* Every critical section sent its request (but those a lease kept);
+         * the rest depends on the interleaving, but no message is lost or
+         * double-counted. */
+        CHECK(strstr(specs[i], "keep_us") || s.msg_sent[C] >= (uint64_t)T * ITERS,
+              "%s: %llu client messages", specs[i], (unsigned long long)s.msg_sent[C]);
         print_counts(specs[i], &s);
         CHECK(baton_lock_free(h.l) == 0, "%s: free", specs[i]);
     }
@@ -582,6 +584,99 @@ static void test_fork(void)
     printf("ok   fork: the child locks; waiters lost in the fork are skipped\n");
 }
 
+/* --- leases (keep_us) ------------------------------------------------------------------- */
+
+static int lock_fn(baton_lock_t *l) { return baton_lock(l); }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct held_revoke {
+    baton_lock_t *l;
+    atomic_int got;
+};
+
+static void *revoke_waiter(void *p)
+{
+    struct held_revoke *h = p;
+    baton_lock(h->l);
+    atomic_store(&h->got, 1);
+    baton_unlock(h->l);
+    return NULL;
+}
+
+static void test_keep(void)
+{
+    enum { KEEP_US = 2000 };
+    baton_lock_t *l = new_lock("server,keep_us=2000");
+    /* Alone: one request, one grant, then the lease is never taken back:
+     * 100 critical sections cost 2 messages. */
+    for (int i = 0; i < 100; i++) {
+        CHECK(baton_lock(l) == 0, "lock %d", i);
+        CHECK(baton_unlock(l) == 0, "unlock %d", i);
+    }
+    baton_stats_t s = settle(l, 2);
+    {
+        const uint64_t sent[3] = {1, 0, 1}, recv[3] = {1, 0, 1};
+        expect("keep: 100 sections alone", &s, sent, recv);
+    }
+    CHECK(baton_unlock(l) == EPERM, "unlock of a kept (not held) lease");
+    /* Another thread asks: the home takes the cached lease back after
+     * keep_us (request, take-back, grant: 3 more). */
+    double t0 = now_s();
+    CHECK(on_other(lock_fn, l) == 0, "the other thread locks");
+    double waited = now_s() - t0;
+    CHECK(waited >= KEEP_US * 1e-6 * 0.9, "the lease was taken back after %.0f us, before keep_us",
+          waited * 1e6);
+    s = settle(l, 5);
+    {
+        const uint64_t sent[3] = {3, 0, 2}, recv[3] = {2, 0, 3};
+        expect("keep: taken back from a kept lease", &s, sent, recv);
+    }
+    CHECK(baton_trylock(l) == EBUSY, "held by the other thread");
+    CHECK(baton_unlock(l) == EPERM, "unlock of the other thread's lock");
+    CHECK(on_other(baton_unlock, l) == 0, "the other thread unlocks (and keeps it)");
+    /* A trylock takes a kept lease back at once. */
+    CHECK(baton_trylock(l) == 0, "trylock takes the other thread's kept lease");
+    s = settle(l, 5 + 2 + 3);
+    {
+        /* refused trylock: request, refusal; trylock: request, take-back, grant */
+        const uint64_t sent[3] = {3 + 1 + 2, 0, 2 + 1 + 1}, recv[3] = {2 + 1 + 1, 0, 3 + 1 + 2};
+        expect("keep: refused trylock, trylock taking it back", &s, sent, recv);
+    }
+    /* Taken back while held: the home flags the lease; the holder's unlock
+     * then releases to the home, which grants the waiter. */
+    struct held_revoke h = {.l = l};
+    atomic_init(&h.got, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, revoke_waiter, &h);
+    sleep_ms(3 * KEEP_US / 1000);
+    CHECK(atomic_load(&h.got) == 0, "the waiter got a lock that is held");
+    CHECK(baton_unlock(l) == 0, "unlock of a flagged lease");
+    pthread_join(t, NULL);
+    CHECK(atomic_load(&h.got) == 1, "the waiter got the lock");
+    /* 10 so far; + request, flag, release, grant. */
+    s = settle(l, 14);
+    CHECK(total_sent(&s) == 14, "keep: taken back from a holder: %llu messages, want 14",
+          (unsigned long long)total_sent(&s));
+    /* The waiter's thread has exited with its lease kept: freeing takes it
+     * back. */
+    CHECK(baton_lock_free(l) == 0, "free with a lease kept by an exited thread");
+    /* The holder frees its own kept lock. */
+    l = new_lock("server,keep_us=100");
+    CHECK(baton_lock(l) == 0 && baton_unlock(l) == 0, "lock, unlock");
+    CHECK(baton_lock_free(l) == 0, "free by the thread that keeps the lease");
+    l = baton_lock_new("server,hier,keep_us=10");
+    CHECK(l == NULL && errno == EINVAL && strstr(baton_last_error(), "keep_us") != NULL,
+          "hier with keep_us: '%s'", baton_last_error());
+    printf("ok   leases: kept without messages, taken back after keep_us, or at once by a "
+           "trylock, and from a holder\n");
+}
+
 /* --- bad specs -------------------------------------------------------------------------- */
 
 static void test_specs(void)
@@ -609,6 +704,7 @@ int main(void)
     test_single_thread_counts();
     test_waiters();
     test_trylock_eperm();
+    test_keep();
     test_many_threads();
     test_fork();
     pthread_mutex_lock(&agent.m);

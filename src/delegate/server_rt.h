@@ -42,8 +42,10 @@ enum { MB_DETACHED = 1u << 0, MB_ARGS = 1u << 1 };
 /* What a grant word holds: the answer to the waiter's one outstanding
  * request.  The waiter stores WAITING itself before it asks.  CHAINED is a
  * grant that carries a waiting list (chaining): the waiters queued behind
- * this one, which its link (below) leads to. */
-enum { SRT_WAITING = 0, SRT_GRANTED = 1, SRT_REFUSED = 2, SRT_CHAINED = 3 };
+ * this one, which its link (below) leads to.  LEASED is a grant the
+ * holder may keep across its own unlock and next lock until the home takes
+ * it back (src/server/keep.c). */
+enum { SRT_WAITING = 0, SRT_GRANTED = 1, SRT_REFUSED = 2, SRT_CHAINED = 3, SRT_LEASED = 4 };
 
 typedef struct srt_server srt_server_t;
 typedef struct srt_waiter srt_waiter_t;

@@ -54,6 +54,11 @@ void lk_inst_init(lk_inst_t *in, srt_server_t *home, const baton_wait_t *w, bool
     in->chain_len = 0;
     in->head = in->tail = NULL;
     in->act_next = in->act_prev = NULL;
+    in->leased = 0;
+    in->lease_gen = 0;
+    in->keep_ns = 0;
+    in->deadline = 0;
+    atomic_init(&in->lease, (uint64_t)LS_NONE);
     in->home = home;
     in->wait = *w;
     atomic_init(&in->hint, 0u);
@@ -135,7 +140,7 @@ void lk_grant(srt_server_t *s, lk_inst_t *in, srt_waiter_t *w, uint32_t v)
     in->held = 1;
     lk_activate(s, in); /* the home now watches the release word */
     lk_count(in, in->own_role, in->req_role, 1);
-    lk_answer(&in->wait, w, v);
+    lk_answer(&in->wait, w, keep_grant(in, w, v));
     lk_set_hint(in);
 }
 
@@ -172,12 +177,11 @@ void lk_grant_next(srt_server_t *s, lk_inst_t *in)
     lk_grant(s, in, w, v);
 }
 
-/* The lock came back to its home (the holder, or the last of a chain, or a
- * local server released it). */
-static void on_release(srt_server_t *s, lk_inst_t *in)
+void lk_back_home(srt_server_t *s, lk_inst_t *in)
 {
-    lk_count(in, in->req_role, in->own_role, 1);
     chain_ended(in);
+    in->leased = 0; /* a lease ends with any release */
+    in->deadline = 0;
     in->held = 0;
     if (in->local)
         hier_released(s, (lk_local_t *)in);
@@ -186,6 +190,13 @@ static void on_release(srt_server_t *s, lk_inst_t *in)
     else
         lk_deactivate(s, in);
     lk_set_hint(in);
+}
+
+/* The holder, or the last of a chain, or a local server released it. */
+static void on_release(srt_server_t *s, lk_inst_t *in)
+{
+    lk_count(in, in->req_role, in->own_role, 1);
+    lk_back_home(s, in);
 }
 
 static uint32_t check_release(srt_server_t *s, lk_inst_t *in)
@@ -213,20 +224,27 @@ static void on_acquire(srt_server_t *s, lk_inst_t *in, srt_waiter_t *w, bool try
      * in the group rather than handing it back and asking again. */
     if (try_ || !in->local)
         (void)check_release(s, in);
+    /* A trylock may find the lock leased out but not in use: take it back
+     * for the waiters (and the trylock, if none). */
+    if (try_ && in->held)
+        (void)keep_take_back(s, in);
     if (in->local)
         hier_request(s, (lk_local_t *)in, w, try_);
     else if (!in->held)
         lk_grant(s, in, w, SRT_GRANTED);
     else if (try_)
         lk_refuse(in, w);
-    else
+    else {
         lk_append(in, w);
+        keep_asked(in);
+    }
 }
 
 /* Freeing the lock: is it idle here?  (A control message, not counted.) */
 static void on_free(srt_server_t *s, lk_inst_t *in, srt_waiter_t *w)
 {
     (void)check_release(s, in); /* the freeing thread's own last release, say */
+    (void)keep_take_back(s, in); /* a lease kept by a thread that is done with it */
     const bool busy = in->held || in->head != NULL || (in->local && hier_busy((lk_local_t *)in));
     if (!busy)
         lk_deactivate(s, in);
@@ -260,6 +278,7 @@ static uint32_t eng_poll(srt_server_t *s)
     for (lk_inst_t *in = s->active, *next; in; in = next) {
         next = in->act_next; /* handling in may take it off the list */
         n += check_release(s, in);
+        n += keep_poll(s, in);
         if (in->local)
             n += hier_poll(s, (lk_local_t *)in);
     }
@@ -273,6 +292,8 @@ static bool eng_pending(srt_server_t *s)
     for (lk_inst_t *in = s->active; in; in = in->act_next) {
         /* seq_cst: Dekker's pattern with the releaser (see srt_wake()). */
         if (baton_load(&in->release, memory_order_seq_cst) != in->seen_release)
+            return true;
+        if (keep_pending(in))
             return true;
         if (in->local && hier_pending((lk_local_t *)in))
             return true;
@@ -408,14 +429,9 @@ void lk_release_home(lk_inst_t *in)
  * it.  Thread-local, so owner checks (EPERM) and chaining cost no shared
  * line; the array is freed when the thread exits. */
 
-typedef struct lk_held {
-    const srv_lock_t *lock;
-    lk_inst_t *inst;
-    srt_waiter_t *rest;
-} lk_held_t;
-
 typedef struct lk_held_set {
     uint32_t n, cap;
+    uint32_t ncached; /* entries that are kept leases */
     lk_held_t e[];
 } lk_held_set_t;
 
@@ -435,7 +451,7 @@ static void held_key_make(void)
     held_key_rc = pthread_key_create(&held_key, held_exit);
 }
 
-bool lk_held_push(const srv_lock_t *k, lk_inst_t *in, srt_waiter_t *rest)
+bool lk_held_push(const lk_held_t *e)
 {
     lk_held_set_t *h = held_tls;
     if (BATON_UNLIKELY(h == NULL || h->n == h->cap)) {
@@ -445,6 +461,7 @@ bool lk_held_push(const srv_lock_t *k, lk_inst_t *in, srt_waiter_t *rest)
             return false;
         if (!h) {
             nh->n = 0;
+            nh->ncached = 0;
             pthread_once(&held_once, held_key_make);
         }
         nh->cap = cap;
@@ -452,34 +469,40 @@ bool lk_held_push(const srv_lock_t *k, lk_inst_t *in, srt_waiter_t *rest)
             (void)pthread_setspecific(held_key, nh);
         held_tls = h = nh;
     }
-    h->e[h->n++] = (lk_held_t){k, in, rest};
+    h->e[h->n++] = *e;
+    h->ncached += e->cached != 0;
     return true;
 }
 
-static int held_index(const lk_held_set_t *h, const srv_lock_t *k)
+static int held_index(const lk_held_set_t *h, const srv_lock_t *k, bool cached)
 {
     if (!h)
         return -1;
     /* Newest first: locks are mostly released in reverse order. */
     for (uint32_t i = h->n; i-- > 0;)
-        if (h->e[i].lock == k)
+        if (h->e[i].lock == k && (h->e[i].cached != 0) == cached)
             return (int)i;
     return -1;
 }
 
-bool lk_held_take(const srv_lock_t *k, lk_inst_t **in, srt_waiter_t **rest)
+bool lk_held_take(const srv_lock_t *k, bool cached, lk_held_t *out)
 {
     lk_held_set_t *h = held_tls;
-    const int i = held_index(h, k);
+    const int i = held_index(h, k, cached);
     if (i < 0)
         return false;
-    *in = h->e[i].inst;
-    *rest = h->e[i].rest;
+    *out = h->e[i];
     h->e[i] = h->e[--h->n];
+    h->ncached -= cached;
     return true;
+}
+
+uint32_t lk_held_cached(void)
+{
+    return held_tls ? held_tls->ncached : 0;
 }
 
 bool lk_held_find(const srv_lock_t *k)
 {
-    return held_index(held_tls, k) >= 0;
+    return held_index(held_tls, k, false) >= 0;
 }

@@ -33,8 +33,9 @@
 #include <string.h>
 
 #define DEFAULT_BOUND 64
+#define KEEP_MAX 4      /* leases one thread keeps at most */
 
-enum { OPT_SERVER, OPT_CHAIN, OPT_HIER, OPT_GROUPS, OPT_BOUND, OPT_CPU, OPT_IDLE };
+enum { OPT_SERVER, OPT_CHAIN, OPT_HIER, OPT_GROUPS, OPT_BOUND, OPT_CPU, OPT_IDLE, OPT_KEEP };
 
 static lk_inst_t *my_inst(srv_lock_t *k)
 {
@@ -54,6 +55,15 @@ static void ready_or_die(srt_server_t *s)
 /* Ask for the lock; returns the answer. */
 static uint32_t acquire(srv_lock_t *k, uint32_t op)
 {
+    lk_held_t e;
+    /* A lease this thread keeps (keep.c): take the lock again without a
+     * message, unless the home took it back meanwhile.  Pushing the entry
+     * back cannot fail: it takes the place the cached one had. */
+    if (k->keep && lk_held_take(k, true, &e) && keep_relock(e.inst, e.lease)) {
+        e.cached = 0;
+        (void)lk_held_push(&e);
+        return SRT_LEASED;
+    }
     lk_inst_t *in = my_inst(k);
     ready_or_die(in->home);
     srt_mailbox_t *mb = lk_post(in->home, in, op);
@@ -62,8 +72,10 @@ static uint32_t acquire(srv_lock_t *k, uint32_t op)
         return v;
     /* A chained grant handed us the waiters behind us: read them now,
      * before any request of ours can queue our link elsewhere. */
-    srt_waiter_t *rest = v == SRT_CHAINED ? chain_rest(&mb->w) : NULL;
-    if (BATON_UNLIKELY(!lk_held_push(k, in, rest))) {
+    e = (lk_held_t){.lock = k, .inst = in,
+                    .rest = v == SRT_CHAINED ? chain_rest(&mb->w) : NULL,
+                    .lease = v == SRT_LEASED ? keep_word(in) : 0};
+    if (BATON_UNLIKELY(!lk_held_push(&e))) {
         fprintf(stderr, "baton: lock server: out of memory for the held-lock set\n");
         abort();
     }
@@ -83,21 +95,32 @@ static int k_trylock(void *st)
 static int k_unlock(void *st)
 {
     srv_lock_t *k = st;
-    lk_inst_t *in;
-    srt_waiter_t *rest;
-    if (!lk_held_take(k, &in, &rest))
+    lk_held_t e;
+    if (!lk_held_take(k, false, &e))
         return EPERM;
-    if (rest && chain_pass(rest, &k->wait))
+    /* Keep the lease, unless the thread keeps KEEP_MAX already: a thread
+     * that walks over many locks would hold them all, and every lock call
+     * would search them.  Over that, it releases as the basic protocol
+     * does (and the lease ends). */
+    if (e.lease && lk_held_cached() < KEEP_MAX && keep_unlock(e.inst, e.lease)) {
+        e.cached = 1; /* cannot fail: the place it had */
+        (void)lk_held_push(&e);
         return 0;
-    lk_release_home(in);
+    }
+    if (e.rest && chain_pass(e.rest, &k->wait))
+        return 0;
+    lk_release_home(e.inst);
     return 0;
 }
 
 static int k_is_locked(void *st)
 {
     srv_lock_t *k = st;
-    /* Relaxed: a racy look (the holder always sees its own lock held). */
-    return lk_held_find(k) || (baton_load(&k->inst.hint, memory_order_relaxed) & LK_HINT_HELD) != 0;
+    /* Relaxed: a racy look (the holder always sees its own lock held).  A
+     * lease kept but not in use is not held. */
+    return lk_held_find(k) ||
+           ((baton_load(&k->inst.hint, memory_order_relaxed) & LK_HINT_HELD) != 0 &&
+            (baton_load(&k->inst.lease, memory_order_relaxed) & LS_STATE) != LS_CACHED);
 }
 
 /* Is the lock idle at this instance's home?  (0, or EBUSY.) */
@@ -116,6 +139,11 @@ static int k_destroy(void *st)
     srv_lock_t *k = st;
     if (lk_held_find(k))
         return EBUSY;
+    /* A lease this thread keeps: hand the lock back first (the home takes
+     * any other thread's cached lease back itself). */
+    lk_held_t e;
+    if (k->keep && lk_held_take(k, true, &e) && keep_relock(e.inst, e.lease))
+        lk_release_home(e.inst);
     /* The groups first: each one hands the lock back to the global server
      * before it answers, if its last client's release was still pending. */
     for (uint32_t g = 0; k->hier && g < k->ngroups; g++)
@@ -146,6 +174,10 @@ static int k_init(void *st, const baton_opts_t *o)
     if (!hier && (o->value[OPT_GROUPS] != 0 || o->value[OPT_BOUND] != DEFAULT_BOUND))
         return baton_fail(EINVAL, "server: groups= and local_bound= apply to the hierarchical "
                                   "lock only; add hier (e.g. \"server,hier,groups=2\")");
+    if (hier && o->value[OPT_KEEP] != 0)
+        return baton_fail(EINVAL, "server: keep_us= does not apply to the hierarchical lock (its "
+                                  "local servers keep the lock in their group); drop hier or "
+                                  "keep_us");
     lk_engine_init();
     k->wait = o->wait;
     k->hier = hier;
@@ -155,6 +187,8 @@ static int k_init(void *st, const baton_opts_t *o)
         return rc;
     lk_inst_init(&k->inst, k->server, &k->wait, chain, false,
                  hier ? BATON_ROLE_LOCAL : BATON_ROLE_CLIENT, BATON_ROLE_GLOBAL);
+    k->keep = o->value[OPT_KEEP] != 0;
+    k->inst.keep_ns = o->value[OPT_KEEP] * 1000u;
     if (hier) {
         rc = hier_init(k, o, chain, (uint32_t)o->value[OPT_BOUND], o->value[OPT_IDLE],
                        (int)o->value[OPT_GROUPS]);
@@ -199,6 +233,9 @@ static const baton_option_desc_t server_options[] = {
     [OPT_CPU] = {"cpu", 0, SRT_CPU_AUTO, SRT_CPU_AUTO,
                  "CPU the server is pinned to; 1023: the server-th CPU from the end of the mask"},
     [OPT_IDLE] = {"idle_us", 1, 1000000, 100, "how long an idle server scans before it parks"},
+    [OPT_KEEP] = {"keep_us", 0, 1000000, 0,
+                  "leases: a holder keeps the lock across its unlock until the server takes it "
+                  "back, this long after another thread asks (0: no leases)"},
 };
 
 const baton_kind_t baton_kind_server = {

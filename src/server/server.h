@@ -51,6 +51,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The lease word (lk_inst_t.lease): a state in bits 0-1, the take-back
+ * flag in bit 2, the lease's generation above (keep.c). */
+enum { LS_NONE = 0, LS_HELD = 1, LS_CACHED = 2, LS_STATE = 3, LS_REVOKE = 4, LS_GEN_SHIFT = 3 };
+
 /* Request operations (srt_waiter_t.req_op). */
 enum { LK_LOCK = 1, LK_TRY = 2, LK_FREE = 3 };
 
@@ -72,12 +76,21 @@ typedef struct lk_inst {
     uint32_t chain_len;        /* passes the chain handed out will make */
     srt_waiter_t *head, *tail; /* the waiting list, linked through srt_link_t */
     struct lk_inst *act_next, *act_prev;
+    /* keep.c: leases (keep_us). */
+    uint8_t leased;            /* granted under a lease the home has not taken back */
+    uint64_t lease_gen;        /* the last lease's generation (never wraps) */
+    uint64_t keep_ns;          /* how long a lease outlives the first waiter; 0: none */
+    uint64_t deadline;         /* when to take the lease back (0: nobody waits) */
     /* Set at init, read by clients (on the line their release writes). */
     srt_server_t *home;
     baton_wait_t wait;
     /* Written by the home (relaxed), read by anyone: a racy look. */
     _Atomic uint32_t hint;     /* LK_HINT_* */
     _Atomic uint64_t sent[BATON_ROLES], recv[BATON_ROLES];
+    /* The lease word (keep.c), on a line of its own: the holder writes it
+     * at every unlock and relock under a lease, and the home reads it only
+     * to take the lease back. */
+    _Alignas(BATON_CACHELINE) _Atomic uint64_t lease;
 } lk_inst_t;
 
 /* A hierarchical lock's instance for one core group. */
@@ -107,6 +120,7 @@ typedef struct srv_lock {
     _Alignas(BATON_CACHELINE) srt_server_t *server; /* global (home of inst) */
     baton_wait_t wait;
     uint32_t hier, ngroups, ncpus, groups_want;
+    uint32_t keep;            /* grants may be leases (keep_us > 0) */
     uint16_t *cpu_group;      /* CPU -> group (hier) */
     lk_local_t *groups;       /* ngroups of them (hier) */
     lk_inst_t inst;           /* the lock at the global server */
@@ -133,14 +147,49 @@ void lk_answer(const baton_wait_t *wait, srt_waiter_t *w, uint32_t v);
 /* Was w's thread lost in a fork (only in a forked child)? */
 bool lk_dead(const srt_waiter_t *w);
 
+/* The lock came back to its home (a release, or a lease taken back). */
+void lk_back_home(srt_server_t *s, lk_inst_t *in);
+
 /* Client side. */
 srt_mailbox_t *lk_post(srt_server_t *home, lk_inst_t *in, uint32_t op);
 uint32_t lk_wait(srt_mailbox_t *mb, const baton_wait_t *w);
 void lk_release_home(lk_inst_t *in);
-/* The calling thread's held locks. */
-bool lk_held_push(const srv_lock_t *k, lk_inst_t *in, srt_waiter_t *rest);
-bool lk_held_take(const srv_lock_t *k, lk_inst_t **in, srt_waiter_t **rest);
+/* The calling thread's held locks, and the leases it keeps (cached: the
+ * lock is not held, but the thread may take it again without asking).
+ * `lease` is the lease word the holder expects (0: no lease). */
+typedef struct lk_held {
+    const srv_lock_t *lock;
+    lk_inst_t *inst;
+    srt_waiter_t *rest;
+    uint64_t lease;
+    uint32_t cached;
+} lk_held_t;
+bool lk_held_push(const lk_held_t *e);
+bool lk_held_take(const srv_lock_t *k, bool cached, lk_held_t *out);
 bool lk_held_find(const srv_lock_t *k);
+/* How many leases the calling thread keeps. */
+uint32_t lk_held_cached(void);
+
+/* --- keep.c: leases ------------------------------------------------------------ */
+
+/* Home side.  The grant value for w: SRT_LEASED (the lease set up) when
+ * this instance leases and the grant would be a plain one to a client. */
+uint32_t keep_grant(lk_inst_t *in, srt_waiter_t *w, uint32_t v);
+/* A request found the lock leased out: start the lease's clock. */
+void keep_asked(lk_inst_t *in);
+/* Take a cached lease back now (trylock, free): true if the lock is home. */
+bool keep_take_back(srt_server_t *s, lk_inst_t *in);
+/* Take the lease back once its time is up; returns the events handled. */
+uint32_t keep_poll(srt_server_t *s, lk_inst_t *in);
+/* Must the home keep looking (a lease's clock runs)? */
+bool keep_pending(const lk_inst_t *in);
+/* Client side.  After a SRT_LEASED grant: the lease word to expect. */
+uint64_t keep_word(lk_inst_t *in);
+/* Unlock under a lease: true if the lock is kept (cached), false if the
+ * home asked for it back and it must be released. */
+bool keep_unlock(lk_inst_t *in, uint64_t held);
+/* Take a kept lock again: true if it was still ours. */
+bool keep_relock(lk_inst_t *in, uint64_t held);
 
 /* --- chain.c --------------------------------------------------------------- */
 
