@@ -323,19 +323,26 @@ static const bench_workload_t srv_workload = {
 
 /* --- the paper's message counts --------------------------------------------------- */
 
-enum { DESIGN_NONE = -1, DESIGN_BASIC, DESIGN_CHAIN, DESIGN_HIER, DESIGN_HIER_CHAIN };
+enum {
+    DESIGN_NONE = -1, DESIGN_BASIC, DESIGN_CHAIN, DESIGN_HIER, DESIGN_HIER_CHAIN,
+    DESIGN_BASIC_KEEP, DESIGN_CHAIN_KEEP /* with leases: outside the paper's formulas */
+};
 
 /* Which of pLock's designs a spec names: "server" with the chain and hier
- * switches (or option values 1). */
+ * switches (or option values 1), and leases (keep_us > 0). */
 static int design_of(const char *spec)
 {
     if (strncmp(spec, "server", 6) != 0 || (spec[6] && spec[6] != ':' && spec[6] != ','))
         return DESIGN_NONE;
     bool chain = strstr(spec, ",chain") != NULL, hier = strstr(spec, ",hier") != NULL;
+    const char *k = strstr(spec, ",keep_us=");
+    if (k && atof(k + 9) > 0)
+        return chain ? DESIGN_CHAIN_KEEP : DESIGN_BASIC_KEEP;
     return hier ? (chain ? DESIGN_HIER_CHAIN : DESIGN_HIER) : (chain ? DESIGN_CHAIN : DESIGN_BASIC);
 }
 
-static const char *const design_names[] = {"basic", "chain", "hier", "hier+chain"};
+static const char *const design_names[] = {"basic", "chain", "hier", "hier+chain", "basic+keep",
+                                           "chain+keep"};
 
 /* Messages per critical section in the paper's best and worst cases
  * (Equations 1-7), for N clients, S sections per client, T local servers. */
@@ -380,9 +387,13 @@ static void message_summary(const bench_record_t *cell, int n, int threads, int 
             T = g ? atof(g + 7) : (nodes > 0 ? nodes : 1);
         }
         double best, worst;
-        design_bounds(d, N, S, T, &best, &worst);
-        printf("  %-26s %-10s %8.3f %8.2f %8.3f..%-8.3f %6.2f/%.2f/%.2f\n", cell[k].lock, design_names[d],
-               m->extra[EX_MSGS], basic > 0 ? 6.0 * m->extra[EX_MSGS] / basic : -1.0, best, worst,
+        char bounds[32] = "(no formula)"; /* leases: the paper has none */
+        if (d <= DESIGN_HIER_CHAIN) {
+            design_bounds(d, N, S, T, &best, &worst);
+            snprintf(bounds, sizeof bounds, "%8.3f..%-8.3f", best, worst);
+        }
+        printf("  %-26s %-10s %8.3f %8.2f %17s %6.2f/%.2f/%.2f\n", cell[k].lock, design_names[d],
+               m->extra[EX_MSGS], basic > 0 ? 6.0 * m->extra[EX_MSGS] / basic : -1.0, bounds,
                m->extra[EX_SENT + BATON_ROLE_GLOBAL], m->extra[EX_SENT + BATON_ROLE_LOCAL],
                m->extra[EX_SENT + BATON_ROLE_CLIENT]);
     }
@@ -391,7 +402,7 @@ static void message_summary(const bench_record_t *cell, int n, int threads, int 
 /* --- the command -------------------------------------------------------------------- */
 
 static const char srv_default_locks[] =
-    "server,server,chain,server,hier,server,hier,chain,relay,mcs:spinpark,pthread";
+    "server,server,chain,server,hier,server,hier,chain,server,keep_us=100,relay,mcs:spinpark,pthread";
 
 static void usage(FILE *f)
 {

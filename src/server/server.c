@@ -12,7 +12,11 @@
  * with server=K (the top-level server, shared with rcl's server=K),
  * groups=N (hier: 0 = NUMA nodes or cache groups, as hqd), local_bound=N
  * (hier: consecutive local grants while another group waits, default 64,
- * reason in hier.c), cpu= and idle_us= (the top-level server, as rcl).
+ * reason in hier.c), cpu= and idle_us= (the top-level server, as rcl), and
+ * keep_us=T (leases, keep.c: a holder keeps the lock across its unlock
+ * until the server takes it back, T us after another thread asks; default
+ * 0, the paper's protocols; 100 is what makes a lock server hold up when
+ * threads outnumber CPUs, see docs/results.md).
  *
  * execute and delegate are lock, run, unlock (the dynamic API's own path):
  * shipping the operation to the server is rcl's job, on the same thread
@@ -241,9 +245,12 @@ static const baton_option_desc_t server_options[] = {
 const baton_kind_t baton_kind_server = {
     .name = "server",
     .summary = "lock server: a server thread grants the lock by messages (,chain: grants carry "
-               "the waiting list; ,hier: local servers per core group; both)",
+               "the waiting list; ,hier: local servers per core group; keep_us=100: leases, "
+               "for more threads than CPUs)",
+    /* Not BATON_CAP_NOCOLLAPSE: the default (no leases) hands the lock over
+     * in FIFO order and collapses when threads outnumber CPUs. */
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_SERVER | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE,
+            BATON_CAP_WAIT | BATON_CAP_SERVER | BATON_CAP_OWNER,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
     .size = sizeof(srv_lock_t), .align = _Alignof(srv_lock_t),
