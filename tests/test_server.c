@@ -588,13 +588,6 @@ static void test_fork(void)
 
 static int lock_fn(baton_lock_t *l) { return baton_lock(l); }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 struct held_revoke {
     baton_lock_t *l;
     atomic_int got;
@@ -625,13 +618,9 @@ static void test_keep(void)
         expect("keep: 100 sections alone", &s, sent, recv);
     }
     CHECK(baton_unlock(l) == EPERM, "unlock of a kept (not held) lease");
-    /* Another thread asks: the home takes the cached lease back after
-     * keep_us (request, take-back, grant: 3 more). */
-    double t0 = now_s();
+    /* Another thread asks: the home takes the cached lease back (unused:
+     * before keep_us is up) with request, take-back, grant: 3 more. */
     CHECK(on_other(lock_fn, l) == 0, "the other thread locks");
-    double waited = now_s() - t0;
-    CHECK(waited >= KEEP_US * 1e-6 * 0.9, "the lease was taken back after %.0f us, before keep_us",
-          waited * 1e6);
     s = settle(l, 5);
     {
         const uint64_t sent[3] = {3, 0, 2}, recv[3] = {2, 0, 3};
@@ -673,8 +662,8 @@ static void test_keep(void)
     l = baton_lock_new("server,hier,keep_us=10");
     CHECK(l == NULL && errno == EINVAL && strstr(baton_last_error(), "keep_us") != NULL,
           "hier with keep_us: '%s'", baton_last_error());
-    printf("ok   leases: kept without messages, taken back after keep_us, or at once by a "
-           "trylock, and from a holder\n");
+    printf("ok   leases: kept without messages, taken back when unused, or at once by a "
+           "trylock, and from a holder after keep_us\n");
 }
 
 /* --- bad specs -------------------------------------------------------------------------- */

@@ -235,6 +235,11 @@ static bool any_posted(srt_server_t *s)
  * poster reads 1, exchanges it to 0 and wakes us. */
 static void server_sleep(srt_server_t *s)
 {
+    /* The engine's own clock (a lease to take back): park until then at
+     * most.  Read before the look: the state it depends on is this
+     * thread's. */
+    const srt_lock_hooks_t *h = hooks();
+    const uint64_t until = h != NULL && (s->active != NULL || s->out_head != NULL) ? h->wake_at(s) : 0;
     baton_store(&s->sleep, 1u, memory_order_seq_cst); /* seq_cst: see above */
     /* seq_cst load of stop: the same pattern with the destroyer's seq_cst
      * store of stop then exchange of sleep (server_stop()). */
@@ -245,7 +250,19 @@ static void server_sleep(srt_server_t *s)
         return;
     }
     do {
-        baton_park(&s->sleep, 1u); /* the kernel re-checks sleep == 1 */
+        if (until) {
+            const uint64_t now = now_ns();
+            if (now >= until) {
+                /* Time is up: look again.  A poster that read sleep == 1
+                 * meanwhile exchanges it and wakes nobody, harmlessly.
+                 * Relaxed: as below. */
+                baton_store(&s->sleep, 0u, memory_order_relaxed);
+                return;
+            }
+            baton_park_timeout(&s->sleep, 1u, until - now);
+        } else {
+            baton_park(&s->sleep, 1u); /* the kernel re-checks sleep == 1 */
+        }
         /* Relaxed: the waker's exchange publishes nothing we need; the
          * next scan reads every mailbox with acquire. */
     } while (baton_load(&s->sleep, memory_order_relaxed) == 1u);

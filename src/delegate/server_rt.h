@@ -162,6 +162,9 @@ typedef struct srt_lock_hooks {
     uint32_t (*poll)(srt_server_t *s);
     /* The look before parking (seq_cst loads): is anything to do? */
     bool (*pending)(srt_server_t *s);
+    /* When the engine must look again although nobody posts (a clock of
+     * its own: CLOCK_MONOTONIC ns), or 0: the server parks no longer. */
+    uint64_t (*wake_at)(srt_server_t *s);
     /* In a forked child, before the server's new thread starts: forget the
      * waiters whose threads did not survive the fork. */
     void (*revive)(srt_server_t *s);

@@ -58,6 +58,7 @@ void lk_inst_init(lk_inst_t *in, srt_server_t *home, const baton_wait_t *w, bool
     in->lease_gen = 0;
     in->keep_ns = 0;
     in->deadline = 0;
+    in->sample_word = in->sample_at = 0;
     atomic_init(&in->lease, (uint64_t)LS_NONE);
     in->home = home;
     in->wait = *w;
@@ -294,13 +295,24 @@ static bool eng_pending(srt_server_t *s)
         if (baton_load(&in->release, memory_order_seq_cst) != in->seen_release)
             return true;
         if (keep_pending(in))
-            return true;
+            return true; /* its clock ran out meanwhile */
         if (in->local && hier_pending((lk_local_t *)in))
             return true;
     }
     /* A request to post upstream waits only for upstream to consume the
      * previous one, which it was woken for: keep looking, do not park. */
     return s->out_head != NULL;
+}
+
+static uint64_t eng_wake_at(srt_server_t *s)
+{
+    uint64_t t = 0;
+    for (lk_inst_t *in = s->active; in; in = in->act_next) {
+        const uint64_t k = keep_next(in);
+        if (k && (t == 0 || k < t))
+            t = k;
+    }
+    return t;
 }
 
 static void drop_dead_request(srt_server_t *s, srt_mailbox_t *mb)
@@ -349,7 +361,8 @@ static void eng_revive(srt_server_t *s)
 }
 
 static const srt_lock_hooks_t engine = {
-    .request = eng_request, .poll = eng_poll, .pending = eng_pending, .revive = eng_revive,
+    .request = eng_request, .poll = eng_poll, .pending = eng_pending, .wake_at = eng_wake_at,
+    .revive = eng_revive,
 };
 
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;

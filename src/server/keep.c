@@ -1,8 +1,9 @@
 /* keep.c - leases (`server,keep_us=T`): a client that was granted the lock
  * keeps it across its own unlock, so that its next lock costs no message,
  * until the home takes it back.  The home takes it back T microseconds
- * after another client first asks for it (or at once for a trylock or a
- * free, if the lock is not inside a critical section).
+ * after another client first asks for it, or sooner if the holder leaves
+ * it unused for a quarter of that, or at once for a trylock or a free if
+ * the lock is not inside a critical section.
  *
  * Why.  A lock server hands the lock over in FIFO order, one holder after
  * another.  When the clients outnumber the CPUs, the next waiter is most
@@ -16,7 +17,9 @@
  * costs two compare-and-swaps on a line only the holder uses.
  *
  * The lease word (lk_inst_t.lease, a line of its own) holds the state in
- * bits 0-1, a take-back flag in bit 2 and the lease's generation above:
+ * bits 0-1, a take-back flag in bit 2, a use count in bits 3-23 (bumped by
+ * each unlock that keeps the lock, so the home can tell an idle lease from
+ * a busy one) and the lease's generation above (40 bits):
  *   HELD     the holder is in its critical section;
  *   CACHED   the holder has unlocked but keeps the lock;
  *   NONE     the home has the lock back (or never leased it).
@@ -42,6 +45,21 @@
 
 #include <time.h>
 
+/* A kept lease that the holder has not taken again for a quarter of
+ * keep_us, while another thread waits, is taken back before keep_us is up:
+ * its holder is busy elsewhere (or not running), and the waiter need not
+ * wait the rest.  Why not sooner: when threads outnumber CPUs the waiter is
+ * itself most often not running, and every hand-over costs a context
+ * switch; a holder that relocks every few microseconds (a loop with some
+ * work between its critical sections) keeps its lease.  Measured on 2 CPUs,
+ * 16 threads, 3.7 us between sections: an idle limit of 2 us handed the
+ * lock over at nearly every section and ran at 0.09 Mops/s; without one,
+ * 0.24 (docs/results.md).  (Handing the lease over as soon as the first
+ * waiter is seen spinning rather than parked, which would be cheap with a
+ * core to spare, made the 16-thread, 37 ns run 3x slower here: the spinner
+ * shared its CPU with the server.) */
+#define KEEP_IDLE_DIV 4
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -56,19 +74,30 @@ uint32_t keep_grant(lk_inst_t *in, srt_waiter_t *w, uint32_t v)
     if (in->keep_ns == 0 || v != SRT_GRANTED || w->wake != NULL)
         return v;
     in->leased = 1;
-    in->lease_gen++; /* 61 bits: never wraps */
+    /* 40 bits: a wrap would take days of grants, and would only let a
+     * stale memory of a lease take a kept lease (unfair, never unsafe:
+     * models/keep.pml). */
+    in->lease_gen = (in->lease_gen + 1) & ((1ull << (64 - LS_GEN_SHIFT)) - 1);
+    if (in->lease_gen == 0)
+        in->lease_gen = 1;
     /* Relaxed: the grant's release store publishes it to the holder (its
      * acquire of the grant comes before its read, in keep_word()). */
     baton_store(&in->lease, (in->lease_gen << LS_GEN_SHIFT) | LS_HELD, memory_order_relaxed);
     /* Waiters left behind this grant start the clock at once. */
-    in->deadline = in->head ? now_ns() + in->keep_ns : 0;
+    in->deadline = 0;
+    if (in->head)
+        keep_asked(in);
     return SRT_LEASED;
 }
 
 void keep_asked(lk_inst_t *in)
 {
-    if (in->leased && in->deadline == 0)
-        in->deadline = now_ns() + in->keep_ns;
+    if (!in->leased || in->deadline != 0)
+        return;
+    const uint64_t now = now_ns();
+    in->deadline = now + in->keep_ns;
+    in->sample_word = LS_NONE; /* matches no leased word */
+    in->sample_at = now;
 }
 
 /* Ask for the lease back: true if the lock came home (it was CACHED);
@@ -121,16 +150,39 @@ bool keep_take_back(srt_server_t *s, lk_inst_t *in)
 
 uint32_t keep_poll(srt_server_t *s, lk_inst_t *in)
 {
-    if (!in->leased || in->deadline == 0 || now_ns() < in->deadline)
+    if (!in->leased || in->deadline == 0)
         return 0;
+    const uint64_t now = now_ns();
+    if (now < in->deadline) {
+        if (now - in->sample_at < in->keep_ns / KEEP_IDLE_DIV)
+            return 0;
+        /* An idle lease: kept, and not taken again since the last look
+         * (the use count moves at every unlock that keeps it).  Relaxed:
+         * only a look; take_back() reads again with acquire. */
+        const uint64_t w = baton_load(&in->lease, memory_order_relaxed);
+        const bool idle = (w & LS_STATE) == LS_CACHED && w == in->sample_word;
+        in->sample_word = w;
+        in->sample_at = now;
+        if (!idle)
+            return 0;
+    }
     if (take_back(in))
         lk_back_home(s, in);
     return 1;
 }
 
+uint64_t keep_next(const lk_inst_t *in)
+{
+    if (!in->leased || in->deadline == 0)
+        return 0;
+    const uint64_t look = in->sample_at + in->keep_ns / KEEP_IDLE_DIV;
+    return look < in->deadline ? look : in->deadline;
+}
+
 bool keep_pending(const lk_inst_t *in)
 {
-    return in->leased && in->deadline != 0;
+    const uint64_t t = keep_next(in);
+    return t != 0 && now_ns() >= t;
 }
 
 /* --- the holder's side ------------------------------------------------------------ */
@@ -143,18 +195,22 @@ uint64_t keep_word(lk_inst_t *in)
     return baton_load(&in->lease, memory_order_relaxed) & ~(uint64_t)LS_REVOKE;
 }
 
-bool keep_unlock(lk_inst_t *in, uint64_t held)
+bool keep_unlock(lk_inst_t *in, uint64_t *held)
 {
-    uint64_t exp = held;
+    uint64_t exp = *held;
+    const uint64_t use = (exp + LS_USE_ONE) & LS_USE_MASK;
+    const uint64_t kept = (exp & ~(LS_STATE | LS_USE_MASK)) | use | LS_CACHED;
     /* Release: pairs with the home's acquire when it takes the lease back
      * (our critical section happens before the next holder's). */
-    return baton_cas(&in->lease, &exp, (held & ~(uint64_t)LS_STATE) | LS_CACHED,
-                     memory_order_release, memory_order_relaxed);
+    if (!baton_cas(&in->lease, &exp, kept, memory_order_release, memory_order_relaxed))
+        return false;
+    *held = (kept & ~LS_STATE) | LS_HELD;
+    return true;
 }
 
 bool keep_relock(lk_inst_t *in, uint64_t held)
 {
-    uint64_t exp = (held & ~(uint64_t)LS_STATE) | LS_CACHED;
+    uint64_t exp = (held & ~LS_STATE) | LS_CACHED;
     /* Acquire: pairs with nothing new when it succeeds (the lock never
      * left us); it keeps our section after the CAS that claims it. */
     return baton_cas(&in->lease, &exp, held, memory_order_acquire, memory_order_relaxed);

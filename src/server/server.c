@@ -106,7 +106,7 @@ static int k_unlock(void *st)
      * that walks over many locks would hold them all, and every lock call
      * would search them.  Over that, it releases as the basic protocol
      * does (and the lease ends). */
-    if (e.lease && lk_held_cached() < KEEP_MAX && keep_unlock(e.inst, e.lease)) {
+    if (e.lease && lk_held_cached() < KEEP_MAX && keep_unlock(e.inst, &e.lease)) {
         e.cached = 1; /* cannot fail: the place it had */
         (void)lk_held_push(&e);
         return 0;

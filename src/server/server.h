@@ -52,8 +52,16 @@
 #include <stdint.h>
 
 /* The lease word (lk_inst_t.lease): a state in bits 0-1, the take-back
- * flag in bit 2, the lease's generation above (keep.c). */
-enum { LS_NONE = 0, LS_HELD = 1, LS_CACHED = 2, LS_STATE = 3, LS_REVOKE = 4, LS_GEN_SHIFT = 3 };
+ * flag in bit 2, a use count in bits 3-23 (bumped by each unlock that
+ * keeps the lock, wrapping), the lease's generation above (keep.c). */
+#define LS_NONE 0u
+#define LS_HELD 1u
+#define LS_CACHED 2u
+#define LS_STATE 3ull
+#define LS_REVOKE 4ull
+#define LS_USE_ONE (1ull << 3)
+#define LS_USE_MASK (((1ull << 21) - 1) << 3)
+#define LS_GEN_SHIFT 24
 
 /* Request operations (srt_waiter_t.req_op). */
 enum { LK_LOCK = 1, LK_TRY = 2, LK_FREE = 3 };
@@ -81,6 +89,7 @@ typedef struct lk_inst {
     uint64_t lease_gen;        /* the last lease's generation (never wraps) */
     uint64_t keep_ns;          /* how long a lease outlives the first waiter; 0: none */
     uint64_t deadline;         /* when to take the lease back (0: nobody waits) */
+    uint64_t sample_word, sample_at; /* the lease word last looked at, and when */
     /* Set at init, read by clients (on the line their release writes). */
     srt_server_t *home;
     baton_wait_t wait;
@@ -181,13 +190,17 @@ void keep_asked(lk_inst_t *in);
 bool keep_take_back(srt_server_t *s, lk_inst_t *in);
 /* Take the lease back once its time is up; returns the events handled. */
 uint32_t keep_poll(srt_server_t *s, lk_inst_t *in);
-/* Must the home keep looking (a lease's clock runs)? */
+/* When the home must look at the lease next (its clock: the deadline, or
+ * the next look for an idle lease), or 0. */
+uint64_t keep_next(const lk_inst_t *in);
+/* Has that time come? */
 bool keep_pending(const lk_inst_t *in);
 /* Client side.  After a SRT_LEASED grant: the lease word to expect. */
 uint64_t keep_word(lk_inst_t *in);
-/* Unlock under a lease: true if the lock is kept (cached), false if the
- * home asked for it back and it must be released. */
-bool keep_unlock(lk_inst_t *in, uint64_t held);
+/* Unlock under a lease: true if the lock is kept (cached; *held becomes
+ * the word to expect at the next relock), false if the home asked for it
+ * back and it must be released. */
+bool keep_unlock(lk_inst_t *in, uint64_t *held);
 /* Take a kept lock again: true if it was still ours. */
 bool keep_relock(lk_inst_t *in, uint64_t held);
 
