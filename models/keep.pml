@@ -4,7 +4,9 @@
  * Processes: NC clients and the lock's home, for one lock.  The basic
  * transport is chain.pml's (request word, grant word, release word).  The
  * lease word is one word: a state (NONE, HELD, CACHED), a take-back flag
- * and a generation (lgen here; never wraps in the code: 61 bits).
+ * and a generation (lgen here; 40 bits in the code, with a use count the
+ * model leaves out: it only tells the home an idle lease from a busy one,
+ * and the model's home may take a lease back at any moment anyway).
  *
  *   home, request   (on_acquire) a release already made is handled first;
  *                   then, if the lock is free: grant it as a lease (a new
