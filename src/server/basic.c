@@ -515,6 +515,19 @@ uint32_t lk_held_cached(void)
     return held_tls ? held_tls->ncached : 0;
 }
 
+void lk_held_forget_oldest(void)
+{
+    lk_held_set_t *h = held_tls;
+    /* Oldest first: removal moves the newest entry into the hole, so
+     * index order is only roughly age order; roughly is enough. */
+    for (uint32_t i = 0; h && i < h->n; i++)
+        if (h->e[i].cached) {
+            h->e[i] = h->e[--h->n];
+            h->ncached--;
+            return;
+        }
+}
+
 bool lk_held_find(const srv_lock_t *k)
 {
     return held_index(held_tls, k, false) >= 0;

@@ -3,7 +3,8 @@
  * until the home takes it back.  The home takes it back T microseconds
  * after another client first asks for it, or sooner if the holder leaves
  * it unused for a quarter of that, or at once for a trylock or a free if
- * the lock is not inside a critical section.
+ * the lock is not inside a critical section; a lease nobody asks for
+ * expires after a millisecond unused.
  *
  * Why.  A lock server hands the lock over in FIFO order, one holder after
  * another.  When the clients outnumber the CPUs, the next waiter is most
@@ -60,6 +61,16 @@
  * shared its CPU with the server.) */
 #define KEEP_IDLE_DIV 4
 
+/* A kept lease unused for this long while nobody waits expires: the home
+ * takes it back.  Its holder may have forgotten it (a thread keeps at most
+ * KEEP_MAX leases, server.c, and forgets the oldest for a new one), and a
+ * lease nobody asks for would otherwise stay on the home's list of active
+ * locks for good (a program that walks a million mutexes would leave a
+ * million).  Long enough that a holder which comes back every few hundred
+ * microseconds keeps it, and that the home's timed wake-ups to look cost
+ * next to nothing (one per lease per millisecond at most). */
+#define KEEP_EXPIRE_NS 1000000u
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -85,6 +96,8 @@ uint32_t keep_grant(lk_inst_t *in, srt_waiter_t *w, uint32_t v)
     baton_store(&in->lease, (in->lease_gen << LS_GEN_SHIFT) | LS_HELD, memory_order_relaxed);
     /* Waiters left behind this grant start the clock at once. */
     in->deadline = 0;
+    in->sample_word = LS_NONE; /* matches no leased word */
+    in->sample_at = now_ns();
     if (in->head)
         keep_asked(in);
     return SRT_LEASED;
@@ -148,13 +161,19 @@ bool keep_take_back(srt_server_t *s, lk_inst_t *in)
     return true;
 }
 
+/* How long between two looks at a lease (idle, or expired). */
+static uint64_t look_period(const lk_inst_t *in)
+{
+    return in->deadline ? in->keep_ns / KEEP_IDLE_DIV : KEEP_EXPIRE_NS;
+}
+
 uint32_t keep_poll(srt_server_t *s, lk_inst_t *in)
 {
-    if (!in->leased || in->deadline == 0)
+    if (!in->leased)
         return 0;
     const uint64_t now = now_ns();
-    if (now < in->deadline) {
-        if (now - in->sample_at < in->keep_ns / KEEP_IDLE_DIV)
+    if (in->deadline == 0 || now < in->deadline) {
+        if (now - in->sample_at < look_period(in))
             return 0;
         /* An idle lease: kept, and not taken again since the last look
          * (the use count moves at every unlock that keeps it).  Relaxed:
@@ -173,10 +192,10 @@ uint32_t keep_poll(srt_server_t *s, lk_inst_t *in)
 
 uint64_t keep_next(const lk_inst_t *in)
 {
-    if (!in->leased || in->deadline == 0)
+    if (!in->leased)
         return 0;
-    const uint64_t look = in->sample_at + in->keep_ns / KEEP_IDLE_DIV;
-    return look < in->deadline ? look : in->deadline;
+    const uint64_t look = in->sample_at + look_period(in);
+    return in->deadline && in->deadline < look ? in->deadline : look;
 }
 
 bool keep_pending(const lk_inst_t *in)

@@ -102,11 +102,14 @@ static int k_unlock(void *st)
     lk_held_t e;
     if (!lk_held_take(k, false, &e))
         return EPERM;
-    /* Keep the lease, unless the thread keeps KEEP_MAX already: a thread
-     * that walks over many locks would hold them all, and every lock call
-     * would search them.  Over that, it releases as the basic protocol
-     * does (and the lease ends). */
-    if (e.lease && lk_held_cached() < KEEP_MAX && keep_unlock(e.inst, &e.lease)) {
+    /* Keep the lease; a thread keeps KEEP_MAX at most (every lock call
+     * searches them), and forgets its oldest for a new one.  The thread
+     * never touches a forgotten lease again (another thread may have
+     * freed its lock); it stays kept until the home takes it back, when
+     * someone asks or when it expires (keep.c). */
+    if (e.lease && keep_unlock(e.inst, &e.lease)) {
+        if (lk_held_cached() >= KEEP_MAX)
+            lk_held_forget_oldest();
         e.cached = 1; /* cannot fail: the place it had */
         (void)lk_held_push(&e);
         return 0;

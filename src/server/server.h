@@ -178,6 +178,9 @@ bool lk_held_take(const srv_lock_t *k, bool cached, lk_held_t *out);
 bool lk_held_find(const srv_lock_t *k);
 /* How many leases the calling thread keeps. */
 uint32_t lk_held_cached(void);
+/* Forget the oldest lease the thread keeps (without touching its lock,
+ * which another thread may have freed: the home takes it back). */
+void lk_held_forget_oldest(void);
 
 /* --- keep.c: leases ------------------------------------------------------------ */
 
