@@ -14,9 +14,10 @@
  *                   else queue the requester;
  *   home, release   (on_release, lk_back_home) the lease ends; grant the
  *                   first waiter, or leave the lock free;
- *   home, take-back (keep_poll: once a waiter has waited keep_us; in the
- *                   model at any moment while the lock is leased and
- *                   someone waits, which covers every deadline) one CAS:
+ *   home, take-back (keep_poll: once a waiter has waited keep_us, or the
+ *                   lease went unused for keep_us/4 with a waiter or 1 ms
+ *                   without; in the model at any moment while the lock is
+ *                   leased, which covers every clock) one CAS:
  *                   CACHED -> NONE, and the lock is home (grant the first
  *                   waiter); or HELD -> HELD|REVOKE, and the lease is over
  *                   (the holder will release);
@@ -338,7 +339,7 @@ end_idle:
     :: atomic {
            if
            :: relw -> relw = 0; back_home()
-           :: leased && qn > 0 -> take_back()
+           :: leased -> take_back()       /* also with nobody waiting: expiry */
            TAKE(0)
            TAKE(1)
 #if NC > 2
