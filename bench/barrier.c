@@ -47,7 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LIST 32
 #define MAX_SPECS 64
 #define SUMMARY_LINE 512
 #define FAULT_EVERY 64 /* --inject-fault: thread 0 skips episodes 5, 69, 133... */
@@ -643,58 +642,56 @@ static void usage(FILE *f)
             bar_default_list, FAULT_EVERY);
 }
 
+/* bench barrier's own options. */
+struct bar_opts {
+    const char *list;
+    int work[BENCH_LIST_MAX], nwork;
+    uint64_t episodes;
+    double box;
+};
+
+static int bar_option(int c, const char *arg, void *ctx)
+{
+    struct bar_opts *bo = ctx;
+    char *end;
+    switch (c) {
+    case 'b': bo->list = arg; return 0;
+    case 'w': return (bo->nwork = bench_parse_ints(arg, bo->work, BENCH_LIST_MAX)) <= 0;
+    case 'e':
+        errno = 0;
+        bo->episodes = strtoull(arg, &end, 10);
+        return errno || *end || end == arg || bo->episodes < 1 || bo->episodes > (1ull << 40);
+    case 'T': bo->box = atof(arg); return !(bo->box > 0 && bo->box <= 3600);
+    default: return 1;
+    }
+}
+
 int cmd_bench_barrier(int argc, char **argv);
 
 int cmd_bench_barrier(int argc, char **argv)
 {
-    const char *list_arg = NULL, *json_path = NULL, *pin_arg = "compact";
-    int threads[MAX_LIST] = {2, 4, 8, 16}, nthreads = 4;
-    int work[MAX_LIST] = {0, 1000, 250000}, nwork = 3;
-    uint64_t episodes = 100000;
-    double box = 0.3;
-    bool fault = false;
+    bench_opts_t o = {.pin = "compact", .threads = {2, 4, 8, 16}, .nthreads = 4};
+    struct bar_opts bo = {.work = {0, 1000, 250000}, .nwork = 3, .episodes = 100000, .box = 0.3};
     static const struct option opts[] = {
-        {"barriers", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
-        {"work-ns", required_argument, 0, 'w'},  {"episodes", required_argument, 0, 'e'},
-        {"time-box", required_argument, 0, 'T'}, {"pin", required_argument, 0, 'p'},
-        {"json", required_argument, 0, 'j'},     {"inject-fault", no_argument, 0, 'F'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
-    optind = 1;
-    int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
-        int bad = 0;
-        char *end;
-        switch (c) {
-        case 'b': list_arg = optarg; break;
-        case 't':
-            bad = (nthreads = bench_parse_ints(optarg, threads, MAX_LIST)) <= 0;
-            for (int i = 0; !bad && i < nthreads; i++)
-                bad = threads[i] < 1 || threads[i] > 1024;
-            break;
-        case 'w': bad = (nwork = bench_parse_ints(optarg, work, MAX_LIST)) <= 0; break;
-        case 'e':
-            errno = 0;
-            episodes = strtoull(optarg, &end, 10);
-            bad = errno || *end || end == optarg || episodes < 1 || episodes > (1ull << 40);
-            break;
-        case 'T': box = atof(optarg); bad = !(box > 0 && box <= 3600); break;
-        case 'p': pin_arg = optarg; bad = topo_pin_parse(optarg) < 0; break;
-        case 'j': json_path = optarg; break;
-        case 'F': fault = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "baton bench barrier: bad value for --%s: '%s'\n", opts[idx].name, optarg);
+        {"barriers", required_argument, 0, 'b'}, BENCH_OPT_THREADS,
+        {"work-ns", required_argument, 0, 'w'}, {"episodes", required_argument, 0, 'e'},
+        {"time-box", required_argument, 0, 'T'}, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
+        BENCH_OPT_END};
+    const int prc = bench_getopt("barrier", argc, argv, opts, &o, bar_option, &bo, usage);
+    if (prc >= 0)
+        return prc;
+    for (int i = 0; i < o.nthreads; i++)
+        if (o.threads[i] < 1 || o.threads[i] > 1024) {
+            fprintf(stderr, "baton bench barrier: bad value for --threads: %d (1 to 1024)\n",
+                    o.threads[i]);
             usage(stderr);
             return 2;
         }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "baton bench barrier: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
+    const char *list_arg = bo.list, *json_path = o.json, *pin_arg = o.pin;
+    const int *threads = o.threads, nthreads = o.nthreads, *work = bo.work, nwork = bo.nwork;
+    const uint64_t episodes = bo.episodes;
+    const double box = bo.box;
+    const bool fault = o.fault;
 
     char err[1024];
     char(*specs)[BENCH_SPEC_MAX] = calloc(MAX_SPECS, sizeof *specs);

@@ -204,6 +204,43 @@ static inline uint32_t bench_rand(uint32_t *x)
 /* Parse "1,2,8" into ints (returns count, -1 on error). */
 int bench_parse_ints(const char *s, int *out, int max);
 
+/* --- command-line options the benches share ------------------------------ */
+
+#define BENCH_LIST_MAX 32 /* entries of a list option (--threads 1,2,8) */
+
+/* --locks, --threads, --duration, --repeat, --pin, --json, --inject-fault:
+ * what bench_getopt() fills in.  A bench sets its defaults first. */
+typedef struct bench_opts {
+    const char *locks, *json, *pin;
+    int threads[BENCH_LIST_MAX];
+    int nthreads;
+    double duration;
+    int repeat;
+    bool fault;
+} bench_opts_t;
+
+/* getopt_long() entries for them; a bench lists those it takes, then its
+ * own, then BENCH_OPT_END. */
+#define BENCH_OPT_LOCKS {"locks", 1, 0, 'l'}
+#define BENCH_OPT_THREADS {"threads", 1, 0, 't'}
+#define BENCH_OPT_DURATION {"duration", 1, 0, 'd'}
+#define BENCH_OPT_REPEAT {"repeat", 1, 0, 'r'}
+#define BENCH_OPT_PIN {"pin", 1, 0, 'p'}
+#define BENCH_OPT_JSON {"json", 1, 0, 'j'}
+#define BENCH_OPT_FAULT {"inject-fault", 0, 0, 'F'}
+#define BENCH_OPT_END {"help", 0, 0, 'h'}, {0, 0, 0, 0}
+
+struct option;
+/* A bench's own option (getopt_long()'s code c, its argument or NULL):
+ * return 0 if taken, 1 if its value is bad. */
+typedef int (*bench_own_opt_fn)(int c, const char *arg, void *ctx);
+
+/* Parse argv for the bench `name`: the shared options into *o, every other
+ * one through own (NULL: none).  Returns -1 to go on, or the exit status:
+ * 0 after --help, 2 after a bad option, value or operand (usage printed). */
+int bench_getopt(const char *name, int argc, char **argv, const struct option *opts,
+                 bench_opts_t *o, bench_own_opt_fn own, void *ctx, void (*usage)(FILE *));
+
 /* Median of results by ops/s (sorts `runs`; returns the median's index). */
 int bench_median(bench_result_t *runs, int n);
 

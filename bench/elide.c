@@ -1058,7 +1058,6 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
 
 /* --- the command ------------------------------------------------------------ */
 
-#define MAX_LIST 32
 
 static const char elide_default_locks[] =
     "ttas,elide(ttas),relay,elide(relay),mcs:spinpark,elide(mcs:spinpark),pthread,elide(pthread),"
@@ -1234,64 +1233,59 @@ static void join_ints(char *buf, size_t size, const int *v, int n)
     }
 }
 
+/* bench elide's own options. */
+struct elide_opts {
+    int M[BENCH_LIST_MAX], nM, S[BENCH_LIST_MAX], nS;
+    long buckets, keys, items;
+    bool as_peer;
+};
+
+static int elide_option(int c, const char *arg, void *ctx)
+{
+    struct elide_opts *eo = ctx;
+    switch (c) {
+    case 'm':
+        if ((eo->nM = bench_parse_ints(arg, eo->M, BENCH_LIST_MAX)) <= 0)
+            return 1;
+        for (int i = 0; i < eo->nM; i++)
+            if (eo->M[i] > 100)
+                return 1;
+        return 0;
+    case 's': return (eo->nS = parse_stats(arg, eo->S, BENCH_LIST_MAX)) <= 0;
+    case 'B': eo->buckets = atol(arg); return eo->buckets < 1 || eo->buckets > (long)ITEMS_MAX;
+    case 'K': eo->keys = atol(arg); return eo->keys < 1 || eo->keys > (long)KEYS_MAX;
+    case 'I': eo->items = atol(arg); return eo->items < 2 || eo->items > (long)ITEMS_MAX;
+    case 'P': eo->as_peer = true; return 0;
+    default: return 1;
+    }
+}
+
 int cmd_bench_elide(int argc, char **argv);
 
 int cmd_bench_elide(int argc, char **argv)
 {
-    const char *locks_arg = NULL, *json_path = NULL, *pin_arg = "compact";
-    int threads[MAX_LIST] = {1, 2, 8, 16}, nthreads = 4;
-    int M[MAX_LIST] = {90, 60, 30}, nM = 3;
-    int S[MAX_LIST] = {STATS_OFF, STATS_SHARED}, nS = 2;
-    long buckets = 4096, keys = 16384, items = 8192;
-    double duration = 0.3;
-    int repeat = 3;
-    bool fault = false, as_peer = false;
+    bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8, 16}, .nthreads = 4, .duration = 0.3,
+                      .repeat = 3};
+    struct elide_opts eo = {.M = {90, 60, 30}, .nM = 3, .S = {STATS_OFF, STATS_SHARED}, .nS = 2,
+                            .buckets = 4096, .keys = 16384, .items = 8192};
     static const struct option opts[] = {
-        {"locks", required_argument, 0, 'l'},    {"threads", required_argument, 0, 't'},
-        {"mix", required_argument, 0, 'm'},      {"stats", required_argument, 0, 's'},
-        {"buckets", required_argument, 0, 'B'},  {"keys", required_argument, 0, 'K'},
-        {"items", required_argument, 0, 'I'},    {"duration", required_argument, 0, 'd'},
-        {"repeat", required_argument, 0, 'r'},   {"pin", required_argument, 0, 'p'},
-        {"json", required_argument, 0, 'j'},     {"inject-fault", no_argument, 0, 'F'},
-        {"as-peer", no_argument, 0, 'P'},        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    optind = 1;
-    int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'l': locks_arg = optarg; break;
-        case 't': bad = (nthreads = bench_parse_ints(optarg, threads, MAX_LIST)) <= 0; break;
-        case 'm':
-            bad = (nM = bench_parse_ints(optarg, M, MAX_LIST)) <= 0;
-            for (int i = 0; !bad && i < nM; i++)
-                bad = M[i] > 100;
-            break;
-        case 's': bad = (nS = parse_stats(optarg, S, MAX_LIST)) <= 0; break;
-        case 'B': buckets = atol(optarg); bad = buckets < 1 || buckets > (long)ITEMS_MAX; break;
-        case 'K': keys = atol(optarg); bad = keys < 1 || keys > (long)KEYS_MAX; break;
-        case 'I': items = atol(optarg); bad = items < 2 || items > (long)ITEMS_MAX; break;
-        case 'd': duration = atof(optarg); bad = !(duration > 0 && duration <= 3600); break;
-        case 'r': repeat = atoi(optarg); bad = repeat < 1 || repeat > REPORT_MAX_RUNS; break;
-        case 'p': pin_arg = optarg; bad = topo_pin_parse(optarg) < 0; break;
-        case 'j': json_path = optarg; break;
-        case 'F': fault = true; break;
-        case 'P': as_peer = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "baton bench elide: bad value for --%s: '%s'\n", opts[idx].name, optarg);
-            usage(stderr);
-            return 2;
-        }
-    }
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"mix", required_argument, 0, 'm'},
+        {"stats", required_argument, 0, 's'}, {"buckets", required_argument, 0, 'B'},
+        {"keys", required_argument, 0, 'K'}, {"items", required_argument, 0, 'I'},
+        BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
+        {"as-peer", no_argument, 0, 'P'}, BENCH_OPT_END};
+    const int prc = bench_getopt("elide", argc, argv, opts, &o, elide_option, &eo, usage);
+    if (prc >= 0)
+        return prc;
+    const int *M = eo.M, nM = eo.nM, *S = eo.S, nS = eo.nS;
+    const long buckets = eo.buckets, keys = eo.keys, items = eo.items;
+    const bool as_peer = eo.as_peer;
 
     /* The glibc elision peer runs in a subprocess: out of the list this
      * process opens, and measured after the others in each cell. */
     static char plain_locks[BENCH_MAX_LOCKS * (BENCH_SPEC_MAX + 1)];
     int nplain = 0;
-    int peer = split_glibc_peer(locks_arg ? locks_arg : elide_default_locks, plain_locks,
+    int peer = split_glibc_peer(o.locks ? o.locks : elide_default_locks, plain_locks,
                                 sizeof plain_locks, &nplain);
     if (peer < 0)
         return 2;
@@ -1314,9 +1308,9 @@ int cmd_bench_elide(int argc, char **argv)
     snprintf(params, sizeof params, "; get%% %s; stats %s; %ld buckets, %ld keys, %ld items", mixes,
              stats_list, buckets, keys, items);
     snprintf(tail, sizeof tail, "\nRTM: %s (%s)", htm.state ? htm.state : "?", htm.why ? htm.why : "");
-    const bench_cmd_t cmd = {.name = "elide", .locks = locks_arg ? plain_locks : NULL,
-                             .default_locks = plain_locks, .threads = threads, .nthreads = nthreads,
-                             .duration_s = duration, .repeat = repeat, .pin = pin_arg,
+    const bench_cmd_t cmd = {.name = "elide", .locks = o.locks ? plain_locks : NULL,
+                             .default_locks = plain_locks, .threads = o.threads, .nthreads = o.nthreads,
+                             .duration_s = o.duration, .repeat = o.repeat, .pin = o.pin,
                              .header_params = params, .header_tail = tail};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
@@ -1329,10 +1323,10 @@ int cmd_bench_elide(int argc, char **argv)
     char (*names)[BENCH_SPEC_MAX] = calloc((size_t)nall, sizeof *names);
     int *ref = calloc((size_t)nall, sizeof *ref);
     bench_record_t *recs =
-        calloc((size_t)nM * (size_t)nS * (size_t)nthreads * (size_t)nall, sizeof *recs);
+        calloc((size_t)nM * (size_t)nS * (size_t)o.nthreads * (size_t)nall, sizeof *recs);
     struct elide_info *info =
-        calloc((size_t)nM * (size_t)nS * (size_t)nthreads * (size_t)nall, sizeof *info);
-    bench_result_t *runs = calloc((size_t)nrun * (size_t)repeat, sizeof *runs);
+        calloc((size_t)nM * (size_t)nS * (size_t)o.nthreads * (size_t)nall, sizeof *info);
+    bench_result_t *runs = calloc((size_t)nrun * (size_t)o.repeat, sizeof *runs);
     if (!names || !ref || !recs || !info || !runs) {
         fprintf(stderr, "baton bench elide: out of memory\n");
         free(names);
@@ -1363,7 +1357,7 @@ int cmd_bench_elide(int argc, char **argv)
     }
 
     /* The elision counters come back from the children through this. */
-    size_t slab_cap = (size_t)nrun * (size_t)repeat + 4;
+    size_t slab_cap = (size_t)nrun * (size_t)o.repeat + 4;
     size_t slab_size = sizeof(struct elide_slab) + slab_cap * sizeof(struct elide_tx);
     struct elide_slab *slab =
         mmap(NULL, slab_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1374,33 +1368,33 @@ int cmd_bench_elide(int argc, char **argv)
         slab->cap = (uint32_t)slab_cap;
     }
 
-    const struct elide_cli cli = {duration, repeat, pin_arg, (uint32_t)buckets, (uint32_t)keys,
-                                  (uint32_t)items, fault};
+    const struct elide_cli cli = {o.duration, o.repeat, o.pin, (uint32_t)buckets, (uint32_t)keys,
+                                  (uint32_t)items, o.fault};
     const bool progress = isatty(STDERR_FILENO);
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
     for (int im = 0; im < nM; im++)
         for (int is = 0; is < nS; is++) {
             struct elide_params ep = {M[im], S[is], (uint32_t)buckets, (uint32_t)keys,
-                                      (uint32_t)items, fault, slab};
+                                      (uint32_t)items, o.fault, slab};
             const int key[BENCH_REF_KEYS] = {M[im], S[is], [BENCH_REF_L] = 0};
             if (!as_peer)
-                elide_ref_rate(&refs, &ep, &b.base, repeat);
-            for (int it = 0; it < nthreads; it++) {
+                elide_ref_rate(&refs, &ep, &b.base, o.repeat);
+            for (int it = 0; it < o.nthreads; it++) {
                 bench_record_t *cell = &recs[nrecs];
                 struct elide_info *ci = &info[nrecs];
                 bench_cfg_t cfg = b.base;
-                cfg.threads = threads[it];
+                cfg.threads = o.threads[it];
                 char label[64];
                 snprintf(label, sizeof label, "elide get=%d%% stats=%s", M[im], stats_names[S[is]]);
                 if (slab) /* Relaxed: no child runs now; fork orders it before the next. */
                     atomic_store_explicit(&slab->next, 0, memory_order_relaxed);
-                bench_cell_run(&elide_workload, &ep, "elide", b.specs, nrun, &cfg, repeat, runs, cell,
+                bench_cell_run(&elide_workload, &ep, "elide", b.specs, nrun, &cfg, o.repeat, runs, cell,
                                label);
                 if (peer) {
                     if (progress)
-                        fprintf(stderr, "\r  %s N=%d %s (subprocess)", label, threads[it], GLIBC_PEER);
-                    run_glibc_peer(&cli, threads[it], M[im], S[is], &cell[nrun]);
+                        fprintf(stderr, "\r  %s N=%d %s (subprocess)", label, o.threads[it], GLIBC_PEER);
+                    run_glibc_peer(&cli, o.threads[it], M[im], S[is], &cell[nrun]);
                     cell[nrun].pthread_ops_per_s = cell[0].pthread_ops_per_s;
                     if (progress)
                         fprintf(stderr, "\r%100s\r", "");
@@ -1432,13 +1426,13 @@ int cmd_bench_elide(int argc, char **argv)
                 /* Sections run one at a time under a plain lock: none passes
                  * the single-thread rate.  Elision that commits sections in
                  * parallel may. */
-                double limit = as_peer ? 0 : bench_cell_limit(&refs, key, cell, nall, threads[it], cores);
+                double limit = as_peer ? 0 : bench_cell_limit(&refs, key, cell, nall, o.threads[it], cores);
                 failed += bench_cell_finish(cell, nall, limit);
                 char title[256];
                 snprintf(title, sizeof title,
                          "elide get=%d%% stats=%s, %d thread%s on %d CPUs; single-thread limit %.2f "
                          "Mops/s (elided sections in parallel may pass it)",
-                         M[im], stats_names[S[is]], threads[it], threads[it] > 1 ? "s" : "", cores,
+                         M[im], stats_names[S[is]], o.threads[it], o.threads[it] > 1 ? "s" : "", cores,
                          limit / 1e6);
                 elide_report_cell(cell, ci, nall, title);
                 fflush(stdout);
@@ -1446,17 +1440,17 @@ int cmd_bench_elide(int argc, char **argv)
             }
         }
 
-    if (json_path) {
+    if (o.json) {
         char extra[256];
         snprintf(extra, sizeof extra,
                  "\"pin\": \"%s\", \"repeat\": %d, \"buckets\": %ld, \"keys\": %ld, \"items\": %ld, "
                  "\"glibc_elision\": \"GLIBC_TUNABLES=%s\"",
-                 pin_arg, repeat, buckets, keys, items, GLIBC_TUNABLE);
-        if (elide_json(json_path, &b.m, extra, &htm, recs, info, nrecs) != 0) {
-            fprintf(stderr, "baton bench elide: cannot write %s: %s\n", json_path, strerror(errno));
+                 o.pin, o.repeat, buckets, keys, items, GLIBC_TUNABLE);
+        if (elide_json(o.json, &b.m, extra, &htm, recs, info, nrecs) != 0) {
+            fprintf(stderr, "baton bench elide: cannot write %s: %s\n", o.json, strerror(errno));
             failed++;
         } else {
-            printf("\nwrote %s\n", json_path);
+            printf("\nwrote %s\n", o.json);
         }
     }
     rc = bench_cmd_finish(&b, NULL, NULL, recs, nrecs, failed);

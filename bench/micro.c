@@ -216,7 +216,6 @@ static const bench_workload_t micro_workload = {
 
 /* --- the command ------------------------------------------------------------ */
 
-#define MAX_LIST 32
 
 static void usage(FILE *f)
 {
@@ -274,62 +273,51 @@ static int micro_check_via(const bench_lock_t *l, const void *ctx, char *err, si
     return 0;
 }
 
+/* bench micro's own options. */
+struct micro_opts {
+    int S[BENCH_LIST_MAX], nS, P[BENCH_LIST_MAX], nP, L[BENCH_LIST_MAX], nL;
+    int via;
+};
+
+static int micro_option(int c, const char *arg, void *ctx)
+{
+    struct micro_opts *mo = ctx;
+    switch (c) {
+    case 'S': return (mo->nS = bench_parse_ints(arg, mo->S, BENCH_LIST_MAX)) <= 0;
+    case 'P': return (mo->nP = bench_parse_ints(arg, mo->P, BENCH_LIST_MAX)) <= 0;
+    case 'L': return (mo->nL = bench_parse_ints(arg, mo->L, BENCH_LIST_MAX)) <= 0;
+    case 'v':
+        mo->via = !strcmp(arg, "auto") ? VIA_AUTO : !strcmp(arg, "lock") ? VIA_LOCK
+                  : !strcmp(arg, "execute") ? VIA_EXECUTE : -1;
+        return mo->via < 0;
+    default: return 1;
+    }
+}
+
 int cmd_bench_micro(int argc, char **argv);
 
 int cmd_bench_micro(int argc, char **argv)
 {
-    const char *locks_arg = "all", *json_path = NULL, *pin_arg = "compact";
-    int threads[MAX_LIST] = {1, 2, 8}, nthreads = 3;
-    int S[MAX_LIST] = {1}, nS = 1, P[MAX_LIST] = {0}, nP = 1, L[MAX_LIST] = {0}, nL = 1;
-    double duration = 1.0;
-    int repeat = 3;
-    bool fault = false;
-    int via = VIA_AUTO;
+    bench_opts_t o = {.locks = "all", .pin = "compact", .threads = {1, 2, 8}, .nthreads = 3,
+                      .duration = 1.0, .repeat = 3};
+    struct micro_opts mo = {.S = {1}, .nS = 1, .P = {0}, .nP = 1, .L = {0}, .nL = 1, .via = VIA_AUTO};
     static const struct option opts[] = {
-        {"locks", required_argument, 0, 'l'},         {"threads", required_argument, 0, 't'},
-        {"shared-lines", required_argument, 0, 'S'},  {"private-lines", required_argument, 0, 'P'},
-        {"local-work", required_argument, 0, 'L'},    {"duration", required_argument, 0, 'd'},
-        {"repeat", required_argument, 0, 'r'},        {"pin", required_argument, 0, 'p'},
-        {"json", required_argument, 0, 'j'},          {"inject-fault", no_argument, 0, 'F'},
-        {"via", required_argument, 0, 'v'},           {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    optind = 1;
-    int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'l': locks_arg = optarg; break;
-        case 't': bad = (nthreads = bench_parse_ints(optarg, threads, MAX_LIST)) <= 0; break;
-        case 'S': bad = (nS = bench_parse_ints(optarg, S, MAX_LIST)) <= 0; break;
-        case 'P': bad = (nP = bench_parse_ints(optarg, P, MAX_LIST)) <= 0; break;
-        case 'L': bad = (nL = bench_parse_ints(optarg, L, MAX_LIST)) <= 0; break;
-        case 'd': duration = atof(optarg); bad = !(duration > 0 && duration <= 3600); break;
-        case 'r': repeat = atoi(optarg); bad = repeat < 1 || repeat > REPORT_MAX_RUNS; break;
-        case 'p': pin_arg = optarg; bad = topo_pin_parse(optarg) < 0; break;
-        case 'j': json_path = optarg; break;
-        case 'F': fault = true; break;
-        case 'v':
-            via = !strcmp(optarg, "auto") ? VIA_AUTO : !strcmp(optarg, "lock") ? VIA_LOCK
-                  : !strcmp(optarg, "execute") ? VIA_EXECUTE : -1;
-            bad = via < 0;
-            break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "baton bench micro: bad value for --%s: '%s'\n", opts[idx].name, optarg);
-            usage(stderr);
-            return 2;
-        }
-    }
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"shared-lines", required_argument, 0, 'S'},
+        {"private-lines", required_argument, 0, 'P'}, {"local-work", required_argument, 0, 'L'},
+        BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
+        {"via", required_argument, 0, 'v'}, BENCH_OPT_END};
+    const int prc = bench_getopt("micro", argc, argv, opts, &o, micro_option, &mo, usage);
+    if (prc >= 0)
+        return prc;
+    const int *S = mo.S, nS = mo.nS, *P = mo.P, nP = mo.nP, *L = mo.L, nL = mo.nL, via = mo.via;
     const char *via_name = via == VIA_LOCK      ? "lock"
                            : via == VIA_EXECUTE ? "execute"
                                                 : "auto (lock, else execute)";
     char tail[64];
     snprintf(tail, sizeof tail, "; via %s", via_name);
-    const bench_cmd_t cmd = {.name = "micro", .locks = locks_arg, .threads = threads,
-                             .nthreads = nthreads, .duration_s = duration, .repeat = repeat,
-                             .pin = pin_arg, .header_tail = tail, .check = micro_check_via,
+    const bench_cmd_t cmd = {.name = "micro", .locks = o.locks, .threads = o.threads,
+                             .nthreads = o.nthreads, .duration_s = o.duration, .repeat = o.repeat,
+                             .pin = o.pin, .header_tail = tail, .check = micro_check_via,
                              .ctx = &via};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
@@ -337,26 +325,26 @@ int cmd_bench_micro(int argc, char **argv)
         return rc;
     const int nspecs = b.nspecs, cores = b.cores;
 
-    int cells = nS * nP * nL * nthreads;
+    int cells = nS * nP * nL * o.nthreads;
     bench_record_t *recs = calloc((size_t)cells * (size_t)nspecs, sizeof *recs);
-    bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
+    bench_result_t *runs = calloc((size_t)nspecs * (size_t)o.repeat, sizeof *runs);
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
 
     for (int is = 0; is < nS; is++)
         for (int ip = 0; ip < nP; ip++)
             for (int il = 0; il < nL; il++) {
-                struct micro_params mp = {S[is], P[ip], L[il], fault, via};
+                struct micro_params mp = {S[is], P[ip], L[il], o.fault, via};
                 const int key[BENCH_REF_KEYS] = {S[is], P[ip], L[il]};
-                reference_rate(&refs, S[is], P[ip], L[il], &b.base, repeat, &mp);
-                reference_rate(&refs, S[is], P[ip], 0, &b.base, repeat, &mp);
-                for (int it = 0; it < nthreads; it++) {
+                reference_rate(&refs, S[is], P[ip], L[il], &b.base, o.repeat, &mp);
+                reference_rate(&refs, S[is], P[ip], 0, &b.base, o.repeat, &mp);
+                for (int it = 0; it < o.nthreads; it++) {
                     bench_record_t *cell = &recs[nrecs];
                     bench_cfg_t cfg = b.base;
-                    cfg.threads = threads[it];
+                    cfg.threads = o.threads[it];
                     char label[64];
                     snprintf(label, sizeof label, "S=%d P=%d L=%d", S[is], P[ip], L[il]);
-                    bench_cell_run(&micro_workload, &mp, "micro", b.specs, nspecs, &cfg, repeat, runs,
+                    bench_cell_run(&micro_workload, &mp, "micro", b.specs, nspecs, &cfg, o.repeat, runs,
                                    cell, label);
                     for (int k = 0; k < nspecs; k++) {
                         bench_record_t *rec = &cell[k];
@@ -369,12 +357,12 @@ int cmd_bench_micro(int argc, char **argv)
                         rec->params[2] = L[il];
                     }
                     /* Limits use the best N=1 rates known so far. */
-                    double limit = bench_cell_limit(&refs, key, cell, nspecs, threads[it], cores);
+                    double limit = bench_cell_limit(&refs, key, cell, nspecs, o.threads[it], cores);
                     failed += bench_cell_finish(cell, nspecs, limit);
                     char title[256];
                     snprintf(title, sizeof title,
                              "micro S=%d P=%d L=%d (%.0f ns), %d thread%s on %d CPUs; physical limit %.1f Mops/s",
-                             S[is], P[ip], L[il], L[il] * b.unit_ns, threads[it], threads[it] > 1 ? "s" : "",
+                             S[is], P[ip], L[il], L[il] * b.unit_ns, o.threads[it], o.threads[it] > 1 ? "s" : "",
                              cores, limit / 1e6);
                     report_cell(stdout, cell, nspecs, title);
                     fflush(stdout);
@@ -385,8 +373,8 @@ int cmd_bench_micro(int argc, char **argv)
     char extra[128];
     snprintf(extra, sizeof extra,
              "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"via\": \"%s\"", b.unit_ns,
-             pin_arg, repeat, via == VIA_LOCK ? "lock" : via == VIA_EXECUTE ? "execute" : "auto");
-    rc = bench_cmd_finish(&b, json_path, extra, recs, nrecs, failed);
+             o.pin, o.repeat, via == VIA_LOCK ? "lock" : via == VIA_EXECUTE ? "execute" : "auto");
+    rc = bench_cmd_finish(&b, o.json, extra, recs, nrecs, failed);
     bench_refs_free(&refs);
     free(runs);
     free(recs);

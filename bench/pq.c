@@ -502,7 +502,6 @@ static const bench_workload_t pq_workload = {
 
 /* --- the command ------------------------------------------------------------ */
 
-#define MAX_LIST 32
 
 static const char pq_default_locks[] =
     "qd,qd,pad=1,qd,cas=1,hqd,fc,ccsynch,rcl,mcs,relay,tas,pthread,"
@@ -567,52 +566,44 @@ static void pq_ref_rate(bench_refs_t *refs, int L, const struct pq_params *proto
     bench_ref_put(refs, key, bench_single_rate(&pq_workload, &p, base, repeat));
 }
 
+/* bench pq's own options. */
+struct pq_opts {
+    int L[BENCH_LIST_MAX], nL, prefill;
+    bool nd;
+};
+
+static int pq_option(int c, const char *arg, void *ctx)
+{
+    struct pq_opts *po = ctx;
+    switch (c) {
+    case 'L': return (po->nL = bench_parse_ints(arg, po->L, BENCH_LIST_MAX)) <= 0;
+    case 'n': return bench_parse_ints(arg, &po->prefill, 1) != 1;
+    case 'N': po->nd = true; return 0;
+    default: return 1;
+    }
+}
+
 int cmd_bench_pq(int argc, char **argv);
 
 int cmd_bench_pq(int argc, char **argv)
 {
-    const char *locks_arg = NULL, *json_path = NULL, *pin_arg = "compact";
-    int threads[MAX_LIST] = {1, 2, 8}, nthreads = 3;
-    int L[MAX_LIST] = {0, 32, 128}, nL = 3;
-    double duration = 1.0;
-    int repeat = 3, prefill = 10000;
-    bool fault = false, nd = false;
+    bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0,
+                      .repeat = 3};
+    struct pq_opts po = {.L = {0, 32, 128}, .nL = 3, .prefill = 10000};
     static const struct option opts[] = {
-        {"locks", required_argument, 0, 'l'},      {"threads", required_argument, 0, 't'},
-        {"local-work", required_argument, 0, 'L'}, {"prefill", required_argument, 0, 'n'},
-        {"nd", no_argument, 0, 'N'},               {"duration", required_argument, 0, 'd'},
-        {"repeat", required_argument, 0, 'r'},     {"pin", required_argument, 0, 'p'},
-        {"json", required_argument, 0, 'j'},       {"inject-fault", no_argument, 0, 'F'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
-    optind = 1;
-    int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'l': locks_arg = optarg; break;
-        case 't': bad = (nthreads = bench_parse_ints(optarg, threads, MAX_LIST)) <= 0; break;
-        case 'L': bad = (nL = bench_parse_ints(optarg, L, MAX_LIST)) <= 0; break;
-        case 'n': bad = bench_parse_ints(optarg, &prefill, 1) != 1; break;
-        case 'N': nd = true; break;
-        case 'd': duration = atof(optarg); bad = !(duration > 0 && duration <= 3600); break;
-        case 'r': repeat = atoi(optarg); bad = repeat < 1 || repeat > REPORT_MAX_RUNS; break;
-        case 'p': pin_arg = optarg; bad = topo_pin_parse(optarg) < 0; break;
-        case 'j': json_path = optarg; break;
-        case 'F': fault = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "baton bench pq: bad value for --%s: '%s'\n", opts[idx].name, optarg);
-            usage(stderr);
-            return 2;
-        }
-    }
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"local-work", required_argument, 0, 'L'},
+        {"prefill", required_argument, 0, 'n'}, {"nd", no_argument, 0, 'N'}, BENCH_OPT_DURATION,
+        BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT, BENCH_OPT_END};
+    const int prc = bench_getopt("pq", argc, argv, opts, &o, pq_option, &po, usage);
+    if (prc >= 0)
+        return prc;
+    const int *L = po.L, nL = po.nL, prefill = po.prefill;
+    const bool nd = po.nd;
     char header[64];
     snprintf(header, sizeof header, "; prefill %d%s", prefill, nd ? "; ND (inserts wait)" : "");
-    const bench_cmd_t cmd = {.name = "pq", .locks = locks_arg, .default_locks = pq_default_locks,
-                             .threads = threads, .nthreads = nthreads, .duration_s = duration,
-                             .repeat = repeat, .pin = pin_arg, .header_params = header,
+    const bench_cmd_t cmd = {.name = "pq", .locks = o.locks, .default_locks = pq_default_locks,
+                             .threads = o.threads, .nthreads = o.nthreads, .duration_s = o.duration,
+                             .repeat = o.repeat, .pin = o.pin, .header_params = header,
                              .describe = pq_describe, .ctx = &nd};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
@@ -621,25 +612,25 @@ int cmd_bench_pq(int argc, char **argv)
     const int nspecs = b.nspecs, cores = b.cores;
     printf("  (every other lock: both through baton_execute; peers: lock, op, unlock)\n");
 
-    bench_record_t *recs = calloc((size_t)nL * (size_t)nthreads * (size_t)nspecs, sizeof *recs);
-    bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
+    bench_record_t *recs = calloc((size_t)nL * (size_t)o.nthreads * (size_t)nspecs, sizeof *recs);
+    bench_result_t *runs = calloc((size_t)nspecs * (size_t)o.repeat, sizeof *runs);
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
-    struct pq_params proto = {0, prefill, nd, fault};
+    struct pq_params proto = {0, prefill, nd, o.fault};
 
     for (int il = 0; il < nL; il++) {
         struct pq_params pp = proto;
         pp.local_work = L[il];
         const int key[BENCH_REF_KEYS] = {[BENCH_REF_L] = L[il]};
-        pq_ref_rate(&refs, L[il], &proto, &b.base, repeat);
-        pq_ref_rate(&refs, 0, &proto, &b.base, repeat);
-        for (int it = 0; it < nthreads; it++) {
+        pq_ref_rate(&refs, L[il], &proto, &b.base, o.repeat);
+        pq_ref_rate(&refs, 0, &proto, &b.base, o.repeat);
+        for (int it = 0; it < o.nthreads; it++) {
             bench_record_t *cell = &recs[nrecs];
             bench_cfg_t cfg = b.base;
-            cfg.threads = threads[it];
+            cfg.threads = o.threads[it];
             char label[64];
             snprintf(label, sizeof label, "pq L=%d", L[il]);
-            bench_cell_run(&pq_workload, &pp, "pq", b.specs, nspecs, &cfg, repeat, runs, cell,
+            bench_cell_run(&pq_workload, &pp, "pq", b.specs, nspecs, &cfg, o.repeat, runs, cell,
                            label);
             for (int k = 0; k < nspecs; k++) {
                 bench_record_t *rec = &cell[k];
@@ -651,13 +642,13 @@ int cmd_bench_pq(int argc, char **argv)
                 rec->params[1] = prefill;
                 rec->params[2] = nd;
             }
-            double limit = bench_cell_limit(&refs, key, cell, nspecs, threads[it], cores);
+            double limit = bench_cell_limit(&refs, key, cell, nspecs, o.threads[it], cores);
             failed += bench_cell_finish(cell, nspecs, limit);
             char title[256];
             snprintf(title, sizeof title,
                      "pq L=%d (%.0f ns), prefill %d%s, %d thread%s on %d CPUs; physical limit %.2f Mops/s",
-                     L[il], L[il] * b.unit_ns, prefill, nd ? ", ND" : "", threads[it],
-                     threads[it] > 1 ? "s" : "", cores, limit / 1e6);
+                     L[il], L[il] * b.unit_ns, prefill, nd ? ", ND" : "", o.threads[it],
+                     o.threads[it] > 1 ? "s" : "", cores, limit / 1e6);
             report_cell(stdout, cell, nspecs, title);
             fflush(stdout);
             nrecs += nspecs;
@@ -667,8 +658,8 @@ int cmd_bench_pq(int argc, char **argv)
     char extra[160];
     snprintf(extra, sizeof extra,
              "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"prefill\": %d, \"nd\": %s",
-             b.unit_ns, pin_arg, repeat, prefill, nd ? "true" : "false");
-    rc = bench_cmd_finish(&b, json_path, extra, recs, nrecs, failed);
+             b.unit_ns, o.pin, o.repeat, prefill, nd ? "true" : "false");
+    rc = bench_cmd_finish(&b, o.json, extra, recs, nrecs, failed);
     bench_refs_free(&refs);
     free(runs);
     free(recs);

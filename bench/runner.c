@@ -1,11 +1,13 @@
 /* runner.c - the locks under test and the fork-isolated runner (bench.h). */
 #include "bench.h"
 #include "machine.h"
+#include "report.h"
 #include "topo.h"
 
 #include <baton/wait.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <poll.h>
 #include <sched.h>
 #include <pthread.h>
@@ -301,6 +303,42 @@ int bench_parse_ints(const char *s, int *out, int max)
             return -1;
     }
     return n;
+}
+
+int bench_getopt(const char *name, int argc, char **argv, const struct option *opts,
+                 bench_opts_t *o, bench_own_opt_fn own, void *ctx, void (*usage)(FILE *))
+{
+    optind = 1;
+    int c, idx = -1;
+    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'l': o->locks = optarg; break;
+        case 't': bad = (o->nthreads = bench_parse_ints(optarg, o->threads, BENCH_LIST_MAX)) <= 0; break;
+        case 'd': o->duration = atof(optarg); bad = !(o->duration > 0 && o->duration <= 3600); break;
+        case 'r': o->repeat = atoi(optarg); bad = o->repeat < 1 || o->repeat > REPORT_MAX_RUNS; break;
+        case 'p': o->pin = optarg; bad = topo_pin_parse(optarg) < 0; break;
+        case 'j': o->json = optarg; break;
+        case 'F': o->fault = true; break;
+        case 'h': usage(stdout); return 0;
+        case '?': usage(stderr); return 2; /* getopt_long said what */
+        default: bad = own ? own(c, optarg, ctx) : 1; break;
+        }
+        if (bad) {
+            /* idx is the long option's index (every option here is long). */
+            fprintf(stderr, "baton bench %s: bad value for --%s: '%s'\n", name,
+                    idx >= 0 ? opts[idx].name : "?", optarg ? optarg : "");
+            usage(stderr);
+            return 2;
+        }
+        idx = -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "baton bench %s: unexpected argument '%s'\n", name, argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return -1;
 }
 
 static int cmp_rate(const void *a, const void *b)

@@ -304,7 +304,6 @@ static const bench_workload_t rw_workload = {
 
 /* --- the command ------------------------------------------------------------ */
 
-#define MAX_LIST 32
 
 static const char rw_default_locks[] =
     "mrqd,rw(mcs),rw(relay),pthread,"
@@ -363,54 +362,45 @@ static void rw_ref_rate(bench_refs_t *refs, int reads, int L, const bench_cfg_t 
     bench_ref_put(refs, key, bench_single_rate(&rw_workload, &p, base, repeat));
 }
 
+/* bench rw's own options. */
+struct rw_opts {
+    int R[BENCH_LIST_MAX], nR, L[BENCH_LIST_MAX], nL;
+};
+
+static int rw_option(int c, const char *arg, void *ctx)
+{
+    struct rw_opts *ro = ctx;
+    switch (c) {
+    case 'R':
+        if ((ro->nR = bench_parse_ints(arg, ro->R, BENCH_LIST_MAX)) <= 0)
+            return 1;
+        for (int i = 0; i < ro->nR; i++)
+            if (ro->R[i] > 100)
+                return 1;
+        return 0;
+    case 'L': return (ro->nL = bench_parse_ints(arg, ro->L, BENCH_LIST_MAX)) <= 0;
+    default: return 1;
+    }
+}
+
 int cmd_bench_rw(int argc, char **argv);
 
 int cmd_bench_rw(int argc, char **argv)
 {
-    const char *locks_arg = NULL, *json_path = NULL, *pin_arg = "compact";
-    int threads[MAX_LIST] = {1, 2, 8}, nthreads = 3;
-    int R[MAX_LIST] = {50, 80, 95, 99}, nR = 4;
-    int L[MAX_LIST] = {0, 32, 128}, nL = 3;
-    double duration = 1.0;
-    int repeat = 3;
-    bool fault = false;
+    bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0,
+                      .repeat = 3};
+    struct rw_opts ro = {.R = {50, 80, 95, 99}, .nR = 4, .L = {0, 32, 128}, .nL = 3};
     static const struct option opts[] = {
-        {"locks", required_argument, 0, 'l'},      {"threads", required_argument, 0, 't'},
-        {"reads", required_argument, 0, 'R'},      {"local-work", required_argument, 0, 'L'},
-        {"duration", required_argument, 0, 'd'},   {"repeat", required_argument, 0, 'r'},
-        {"pin", required_argument, 0, 'p'},        {"json", required_argument, 0, 'j'},
-        {"inject-fault", no_argument, 0, 'F'},     {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    optind = 1;
-    int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'l': locks_arg = optarg; break;
-        case 't': bad = (nthreads = bench_parse_ints(optarg, threads, MAX_LIST)) <= 0; break;
-        case 'R':
-            bad = (nR = bench_parse_ints(optarg, R, MAX_LIST)) <= 0;
-            for (int i = 0; !bad && i < nR; i++)
-                bad = R[i] > 100;
-            break;
-        case 'L': bad = (nL = bench_parse_ints(optarg, L, MAX_LIST)) <= 0; break;
-        case 'd': duration = atof(optarg); bad = !(duration > 0 && duration <= 3600); break;
-        case 'r': repeat = atoi(optarg); bad = repeat < 1 || repeat > REPORT_MAX_RUNS; break;
-        case 'p': pin_arg = optarg; bad = topo_pin_parse(optarg) < 0; break;
-        case 'j': json_path = optarg; break;
-        case 'F': fault = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "baton bench rw: bad value for --%s: '%s'\n", opts[idx].name, optarg);
-            usage(stderr);
-            return 2;
-        }
-    }
-    const bench_cmd_t cmd = {.name = "rw", .locks = locks_arg, .default_locks = rw_default_locks,
-                             .threads = threads, .nthreads = nthreads, .duration_s = duration,
-                             .repeat = repeat, .pin = pin_arg, .describe = rw_describe};
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"reads", required_argument, 0, 'R'},
+        {"local-work", required_argument, 0, 'L'}, BENCH_OPT_DURATION, BENCH_OPT_REPEAT,
+        BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT, BENCH_OPT_END};
+    const int prc = bench_getopt("rw", argc, argv, opts, &o, rw_option, &ro, usage);
+    if (prc >= 0)
+        return prc;
+    const int *R = ro.R, nR = ro.nR, *L = ro.L, nL = ro.nL;
+    const bench_cmd_t cmd = {.name = "rw", .locks = o.locks, .default_locks = rw_default_locks,
+                             .threads = o.threads, .nthreads = o.nthreads, .duration_s = o.duration,
+                             .repeat = o.repeat, .pin = o.pin, .describe = rw_describe};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
     if (rc != 0)
@@ -418,24 +408,24 @@ int cmd_bench_rw(int argc, char **argv)
     const int nspecs = b.nspecs, cores = b.cores;
 
     bench_record_t *recs =
-        calloc((size_t)nR * (size_t)nL * (size_t)nthreads * (size_t)nspecs, sizeof *recs);
-    bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
+        calloc((size_t)nR * (size_t)nL * (size_t)o.nthreads * (size_t)nspecs, sizeof *recs);
+    bench_result_t *runs = calloc((size_t)nspecs * (size_t)o.repeat, sizeof *runs);
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
 
     for (int ir = 0; ir < nR; ir++)
         for (int il = 0; il < nL; il++) {
-            struct rw_params rp = {R[ir], L[il], fault};
+            struct rw_params rp = {R[ir], L[il], o.fault};
             const int key[BENCH_REF_KEYS] = {R[ir], [BENCH_REF_L] = L[il]};
-            rw_ref_rate(&refs, R[ir], L[il], &b.base, repeat);
-            rw_ref_rate(&refs, R[ir], 0, &b.base, repeat);
-            for (int it = 0; it < nthreads; it++) {
+            rw_ref_rate(&refs, R[ir], L[il], &b.base, o.repeat);
+            rw_ref_rate(&refs, R[ir], 0, &b.base, o.repeat);
+            for (int it = 0; it < o.nthreads; it++) {
                 bench_record_t *cell = &recs[nrecs];
                 bench_cfg_t cfg = b.base;
-                cfg.threads = threads[it];
+                cfg.threads = o.threads[it];
                 char label[64];
                 snprintf(label, sizeof label, "rw reads=%d%% L=%d", R[ir], L[il]);
-                bench_cell_run(&rw_workload, &rp, "rw", b.specs, nspecs, &cfg, repeat, runs, cell,
+                bench_cell_run(&rw_workload, &rp, "rw", b.specs, nspecs, &cfg, o.repeat, runs, cell,
                                label);
                 for (int k = 0; k < nspecs; k++) {
                     bench_record_t *rec = &cell[k];
@@ -447,13 +437,13 @@ int cmd_bench_rw(int argc, char **argv)
                 }
                 /* As for pq: critical sections taken one at a time.  Readers
                  * may overlap, so a readers-writer lock can pass 100%. */
-                double limit = bench_cell_limit(&refs, key, cell, nspecs, threads[it], cores);
+                double limit = bench_cell_limit(&refs, key, cell, nspecs, o.threads[it], cores);
                 failed += bench_cell_finish(cell, nspecs, limit);
                 char title[256];
                 snprintf(title, sizeof title,
                          "rw reads=%d%% L=%d (%.0f ns), %d thread%s on %d CPUs; physical limit %.2f "
                          "Mops/s (serialised sections; readers in parallel may pass it)",
-                         R[ir], L[il], L[il] * b.unit_ns, threads[it], threads[it] > 1 ? "s" : "", cores,
+                         R[ir], L[il], L[il] * b.unit_ns, o.threads[it], o.threads[it] > 1 ? "s" : "", cores,
                          limit / 1e6);
                 report_cell(stdout, cell, nspecs, title);
                 fflush(stdout);
@@ -463,8 +453,8 @@ int cmd_bench_rw(int argc, char **argv)
 
     char extra[128];
     snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d", b.unit_ns,
-             pin_arg, repeat);
-    rc = bench_cmd_finish(&b, json_path, extra, recs, nrecs, failed);
+             o.pin, o.repeat);
+    rc = bench_cmd_finish(&b, o.json, extra, recs, nrecs, failed);
     bench_refs_free(&refs);
     free(runs);
     free(recs);

@@ -46,7 +46,6 @@
 #define NIL UINT32_MAX
 #define NODES_PER_THREAD 64
 #define LATENCY_EVERY 8 /* time one critical section in 8 */
-#define MAX_LIST 32
 
 enum { WL_COUNTER, WL_STACK, WL_IMBALANCED, WL_COUNT };
 static const char *const wl_names[WL_COUNT] = {"counter", "stack", "imbalanced"};
@@ -449,50 +448,44 @@ static int parse_workloads(const char *s, int *out, int max)
 
 int cmd_bench_server(int argc, char **argv);
 
+/* bench server's own options. */
+struct srv_opts {
+    int W[WL_COUNT], nW;
+    int I[BENCH_LIST_MAX], nI;
+    bool cycles;
+};
+
+static int srv_option(int c, const char *arg, void *ctx)
+{
+    struct srv_opts *so = ctx;
+    switch (c) {
+    case 'w': return (so->nW = parse_workloads(arg, so->W, WL_COUNT)) <= 0;
+    case 'n': so->cycles = false; return (so->nI = bench_parse_ints(arg, so->I, BENCH_LIST_MAX)) <= 0;
+    case 'c': so->cycles = true; return (so->nI = bench_parse_ints(arg, so->I, BENCH_LIST_MAX)) <= 0;
+    default: return 1;
+    }
+}
+
 int cmd_bench_server(int argc, char **argv)
 {
-    const char *locks_arg = NULL, *json_path = NULL, *pin_arg = "compact";
-    int threads[MAX_LIST] = {2, 4, 8, 16}, nthreads = 4;
-    int W[WL_COUNT] = {WL_COUNTER, WL_STACK, WL_IMBALANCED}, nW = WL_COUNT;
-    int I[MAX_LIST] = {100, 1000, 10000, 100000}, nI = 4;
-    bool cycles = true;
-    double duration = 0.3;
-    int repeat = 3;
-    bool fault = false;
+    bench_opts_t o = {.pin = "compact", .threads = {2, 4, 8, 16}, .nthreads = 4, .duration = 0.3,
+                      .repeat = 3};
+    struct srv_opts so = {.W = {WL_COUNTER, WL_STACK, WL_IMBALANCED}, .nW = WL_COUNT,
+                          .I = {100, 1000, 10000, 100000}, .nI = 4, .cycles = true};
     static const struct option opts[] = {
-        {"locks", required_argument, 0, 'l'},       {"threads", required_argument, 0, 't'},
-        {"workloads", required_argument, 0, 'w'},   {"interval-ns", required_argument, 0, 'n'},
-        {"interval-cycles", required_argument, 0, 'c'}, {"duration", required_argument, 0, 'd'},
-        {"repeat", required_argument, 0, 'r'},      {"pin", required_argument, 0, 'p'},
-        {"json", required_argument, 0, 'j'},        {"inject-fault", no_argument, 0, 'F'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
-    optind = 1;
-    int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'l': locks_arg = optarg; break;
-        case 't': bad = (nthreads = bench_parse_ints(optarg, threads, MAX_LIST)) <= 0; break;
-        case 'w': bad = (nW = parse_workloads(optarg, W, WL_COUNT)) <= 0; break;
-        case 'n': bad = (nI = bench_parse_ints(optarg, I, MAX_LIST)) <= 0; cycles = false; break;
-        case 'c': bad = (nI = bench_parse_ints(optarg, I, MAX_LIST)) <= 0; cycles = true; break;
-        case 'd': duration = atof(optarg); bad = !(duration > 0 && duration <= 3600); break;
-        case 'r': repeat = atoi(optarg); bad = repeat < 1 || repeat > REPORT_MAX_RUNS; break;
-        case 'p': pin_arg = optarg; bad = topo_pin_parse(optarg) < 0; break;
-        case 'j': json_path = optarg; break;
-        case 'F': fault = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "baton bench server: bad value for --%s: '%s'\n", opts[idx].name, optarg);
-            usage(stderr);
-            return 2;
-        }
-    }
-    const bench_cmd_t cmd = {.name = "server", .locks = locks_arg, .default_locks = srv_default_locks,
-                             .threads = threads, .nthreads = nthreads, .duration_s = duration,
-                             .repeat = repeat, .pin = pin_arg};
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"workloads", required_argument, 0, 'w'},
+        {"interval-ns", required_argument, 0, 'n'}, {"interval-cycles", required_argument, 0, 'c'},
+        BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
+        BENCH_OPT_END};
+    const int prc = bench_getopt("server", argc, argv, opts, &o, srv_option, &so, usage);
+    if (prc >= 0)
+        return prc;
+    const int *threads = o.threads, nthreads = o.nthreads, repeat = o.repeat;
+    const int *W = so.W, nW = so.nW, *I = so.I, nI = so.nI;
+    const bool cycles = so.cycles, fault = o.fault;
+    const bench_cmd_t cmd = {.name = "server", .locks = o.locks, .default_locks = srv_default_locks,
+                             .threads = threads, .nthreads = nthreads, .duration_s = o.duration,
+                             .repeat = repeat, .pin = o.pin};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
     if (rc != 0)
@@ -563,8 +556,8 @@ int cmd_bench_server(int argc, char **argv)
 
     char extra[160];
     snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"tsc_ghz\": %.4f, \"pin\": \"%s\", \"repeat\": %d",
-             b.unit_ns, ghz, pin_arg, repeat);
-    rc = bench_cmd_finish(&b, json_path, extra, recs, nrecs, failed);
+             b.unit_ns, ghz, o.pin, repeat);
+    rc = bench_cmd_finish(&b, o.json, extra, recs, nrecs, failed);
     free(runs);
     free(more);
     free(recs);

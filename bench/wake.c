@@ -468,73 +468,74 @@ static void usage(FILE *f)
             "  --json FILE          write every result as JSON\n");
 }
 
+/* bench wake's options (all its own but --json). */
+struct wake_opts {
+    bool want[BATON_WAIT_KINDS];
+    bool policies_given;
+    uint64_t delays[MAX_DELAYS];
+    int ndelays, samples;
+    bool run_off, run_on;
+};
+
+static int wake_option(int c, const char *arg, void *ctx)
+{
+    struct wake_opts *wo = ctx;
+    int bad = 0;
+    switch (c) {
+    case 'P':
+        wo->policies_given = true;
+        for (const char *p = arg; !bad;) {
+            size_t len = strcspn(p, ",");
+            int k = baton_wait_parse(p, len);
+            bad = k < 0 || k == BATON_WAIT_AUTO;
+            if (!bad)
+                wo->want[k] = true;
+            p += len;
+            if (*p != ',')
+                break;
+            p++;
+        }
+        return bad;
+    case 'D':
+        wo->ndelays = 0;
+        for (const char *p = arg; !bad;) {
+            size_t len = strcspn(p, ",");
+            bad = wo->ndelays >= MAX_DELAYS || !parse_duration(p, len, &wo->delays[wo->ndelays]);
+            wo->ndelays += !bad;
+            p += len;
+            if (*p != ',')
+                break;
+            p++;
+        }
+        return bad;
+    case 's': wo->samples = atoi(arg); return wo->samples < 1 || wo->samples > MAX_SAMPLES;
+    case 'o':
+        wo->run_off = !strcmp(arg, "off") || !strcmp(arg, "both");
+        wo->run_on = !strcmp(arg, "on") || !strcmp(arg, "both");
+        return !wo->run_off && !wo->run_on;
+    default: return 1;
+    }
+}
+
 int cmd_bench_wake(int argc, char **argv);
 
 int cmd_bench_wake(int argc, char **argv)
 {
-    const char *json_path = NULL;
-    bool want[BATON_WAIT_KINDS] = {false};
-    bool policies_given = false;
-    uint64_t delays[MAX_DELAYS] = {1000, 10000, 100000, 1000000, 10000000};
-    int ndelays = 5, samples = 100;
-    bool run_off = true, run_on = true;
+    bench_opts_t o = {0};
+    struct wake_opts wo = {.delays = {1000, 10000, 100000, 1000000, 10000000}, .ndelays = 5,
+                           .samples = 100, .run_off = true, .run_on = true};
     static const struct option opts[] = {
-        {"policies", required_argument, 0, 'P'}, {"delays", required_argument, 0, 'd'},
-        {"samples", required_argument, 0, 's'},  {"oversubscribed", required_argument, 0, 'o'},
-        {"json", required_argument, 0, 'j'},     {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    optind = 1;
-    int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'P':
-            policies_given = true;
-            for (const char *p = optarg; !bad;) {
-                size_t len = strcspn(p, ",");
-                int k = baton_wait_parse(p, len);
-                bad = k < 0 || k == BATON_WAIT_AUTO;
-                if (!bad)
-                    want[k] = true;
-                p += len;
-                if (*p != ',')
-                    break;
-                p++;
-            }
-            break;
-        case 'd':
-            ndelays = 0;
-            for (const char *p = optarg; !bad;) {
-                size_t len = strcspn(p, ",");
-                bad = ndelays >= MAX_DELAYS || !parse_duration(p, len, &delays[ndelays]);
-                ndelays += !bad;
-                p += len;
-                if (*p != ',')
-                    break;
-                p++;
-            }
-            break;
-        case 's': samples = atoi(optarg); bad = samples < 1 || samples > MAX_SAMPLES; break;
-        case 'o':
-            run_off = !strcmp(optarg, "off") || !strcmp(optarg, "both");
-            run_on = !strcmp(optarg, "on") || !strcmp(optarg, "both");
-            bad = !run_off && !run_on;
-            break;
-        case 'j': json_path = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "baton bench wake: bad value for --%s: '%s'\n", opts[idx].name, optarg);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "baton bench wake: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
+        {"policies", required_argument, 0, 'P'}, {"delays", required_argument, 0, 'D'},
+        {"samples", required_argument, 0, 's'}, {"oversubscribed", required_argument, 0, 'o'},
+        BENCH_OPT_JSON, BENCH_OPT_END};
+    const int prc = bench_getopt("wake", argc, argv, opts, &o, wake_option, &wo, usage);
+    if (prc >= 0)
+        return prc;
+    const char *json_path = o.json;
+    bool *want = wo.want;
+    const bool policies_given = wo.policies_given, run_off = wo.run_off, run_on = wo.run_on;
+    const uint64_t *delays = wo.delays;
+    const int ndelays = wo.ndelays, samples = wo.samples;
     const bool monitor = monitor_available();
     if (!policies_given)
         for (int k = 0; k < BATON_WAIT_KINDS; k++)
