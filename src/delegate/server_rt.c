@@ -148,6 +148,29 @@ static void lock_request(srt_server_t *s, srt_mailbox_t *mb)
     baton_syslock_unlock(&s->msg_mutex);
 }
 
+/* A walk over the mailboxes of a server's first n chunks, n read by the
+ * caller with the order its use needs.  It never follows the link out of
+ * the n-th chunk: a chunk being appended is linked before it is counted. */
+typedef struct srt_walk {
+    srt_chunk_t *c;   /* the current chunk (NULL: done) */
+    uint32_t left, j; /* chunks after c still counted; next box in c */
+} srt_walk_t;
+
+static inline srt_walk_t walk_start(srt_server_t *s, uint32_t n)
+{
+    return (srt_walk_t){.c = n ? s->head : NULL, .left = n ? n - 1 : 0, .j = 0};
+}
+
+static inline srt_mailbox_t *walk_next(srt_walk_t *w)
+{
+    if (w->c && w->j == SRT_CHUNK) {
+        w->c = w->left ? w->c->next : NULL;
+        w->left -= w->left != 0;
+        w->j = 0;
+    }
+    return w->c ? &w->c->box[w->j++] : NULL;
+}
+
 /* One pass over every mailbox; returns the operations run, and adds the
  * lock requests handled to *msgs. */
 static uint32_t scan(srt_server_t *s, uint32_t *msgs)
@@ -155,25 +178,19 @@ static uint32_t scan(srt_server_t *s, uint32_t *msgs)
     uint32_t ran = 0;
     /* Acquire: pairs with the store in mb_make() that published the chunk
      * (its mailboxes' initial state and the `next` links). */
-    const uint32_t n = baton_load(&s->nchunks, memory_order_acquire);
-    srt_chunk_t *c = n ? s->head : NULL;
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            c = c->next;
-        for (uint32_t j = 0; j < SRT_CHUNK; j++) {
-            srt_mailbox_t *mb = &c->box[j];
-            /* Acquire: pairs with the client's POSTED store (seq_cst, so
-             * also a release): the fields are visible. */
-            if (mb_state(mb, memory_order_acquire) == MB_POSTED) {
-                serve(mb);
-                ran++;
-            }
-            /* Acquire: pairs with the client's seq_cst bump of req (the
-             * request's fields are visible). */
-            if (mb_request(mb, memory_order_acquire)) {
-                lock_request(s, mb);
-                (*msgs)++;
-            }
+    srt_walk_t wk = walk_start(s, baton_load(&s->nchunks, memory_order_acquire));
+    for (srt_mailbox_t *mb; (mb = walk_next(&wk)) != NULL;) {
+        /* Acquire: pairs with the client's POSTED store (seq_cst, so also
+         * a release): the fields are visible. */
+        if (mb_state(mb, memory_order_acquire) == MB_POSTED) {
+            serve(mb);
+            ran++;
+        }
+        /* Acquire: pairs with the client's seq_cst bump of req (the
+         * request's fields are visible). */
+        if (mb_request(mb, memory_order_acquire)) {
+            lock_request(s, mb);
+            (*msgs)++;
         }
     }
     return ran;
@@ -195,15 +212,10 @@ static uint32_t lock_poll(srt_server_t *s)
 void srt_pump(srt_server_t *s)
 {
     /* Acquire: pairs with the chunk's publication in mb_make(). */
-    const uint32_t n = baton_load(&s->nchunks, memory_order_acquire);
-    srt_chunk_t *c = n ? s->head : NULL;
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            c = c->next;
-        for (uint32_t j = 0; j < SRT_CHUNK; j++)
-            if (mb_request(&c->box[j], memory_order_acquire)) /* as in scan() */
-                lock_request(s, &c->box[j]);
-    }
+    srt_walk_t wk = walk_start(s, baton_load(&s->nchunks, memory_order_acquire));
+    for (srt_mailbox_t *mb; (mb = walk_next(&wk)) != NULL;)
+        if (mb_request(mb, memory_order_acquire)) /* as in scan() */
+            lock_request(s, mb);
     (void)lock_poll(s);
 }
 
@@ -213,16 +225,10 @@ static bool any_posted(srt_server_t *s)
 {
     /* seq_cst: a chunk published (seq_cst) before a client's POSTED store
      * is seen here if that POSTED store is. */
-    const uint32_t n = baton_load(&s->nchunks, memory_order_seq_cst);
-    srt_chunk_t *c = n ? s->head : NULL;
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            c = c->next;
-        for (uint32_t j = 0; j < SRT_CHUNK; j++)
-            if (mb_state(&c->box[j], memory_order_seq_cst) == MB_POSTED ||
-                mb_request(&c->box[j], memory_order_seq_cst))
-                return true;
-    }
+    srt_walk_t wk = walk_start(s, baton_load(&s->nchunks, memory_order_seq_cst));
+    for (srt_mailbox_t *mb; (mb = walk_next(&wk)) != NULL;)
+        if (mb_state(mb, memory_order_seq_cst) == MB_POSTED || mb_request(mb, memory_order_seq_cst))
+            return true;
     const srt_lock_hooks_t *h = hooks();
     return h != NULL && (s->active != NULL || s->out_head != NULL) && h->pending(s);
 }
@@ -399,33 +405,29 @@ static void *mb_make(baton_slot_owner_t *o)
     const uint32_t gen = baton_load(&srt_fork_gen_, memory_order_relaxed);
     /* Relaxed: appends happen under table_mutex, which we hold. */
     const uint32_t n = baton_load(&s->nchunks, memory_order_relaxed);
-    srt_chunk_t *c = s->head;
-    for (uint32_t i = 0; i < n && !mb; i++, c = c->next) {
-        for (uint32_t j = 0; j < SRT_CHUNK; j++) {
-            srt_mailbox_t *b = &c->box[j];
-            /* A mailbox whose thread has exited is reused only once the
-             * server has run what it left (EMPTY) and consumed its last
-             * lock request.  Acquire: pairs with the server's release of
-             * EMPTY and of seen (it has finished with the fields).
-             * Nobody can post to it meanwhile: it has no owner. */
-            if (baton_load(&b->owner, memory_order_relaxed) != 0 ||
-                mb_state(b, memory_order_acquire) != MB_EMPTY ||
-                baton_load(&b->seen, memory_order_acquire) !=
-                    baton_load(&b->w.req, memory_order_relaxed)) /* relaxed: its writer exited */
-                continue;
-            uint32_t free_ = 0;
-            /* Acquire: pairs with the release in mb_release(). */
-            if (baton_cas(&b->owner, &free_, 1u, memory_order_acquire, memory_order_relaxed)) {
-                /* Relaxed: read by servers and passers after this thread's
-                 * first request (which publishes it). */
-                baton_store(&b->link.gen, gen, memory_order_relaxed);
-                mb = b;
-                break;
-            }
+    srt_walk_t wk = walk_start(s, n);
+    for (srt_mailbox_t *b; mb == NULL && (b = walk_next(&wk)) != NULL;) {
+        /* A mailbox whose thread has exited is reused only once the server
+         * has run what it left (EMPTY) and consumed its last lock request.
+         * Acquire: pairs with the server's release of EMPTY and of seen (it
+         * has finished with the fields).  Nobody can post to it meanwhile:
+         * it has no owner. */
+        if (baton_load(&b->owner, memory_order_relaxed) != 0 ||
+            mb_state(b, memory_order_acquire) != MB_EMPTY ||
+            baton_load(&b->seen, memory_order_acquire) !=
+                baton_load(&b->w.req, memory_order_relaxed)) /* relaxed: its writer exited */
+            continue;
+        uint32_t free_ = 0;
+        /* Acquire: pairs with the release in mb_release(). */
+        if (baton_cas(&b->owner, &free_, 1u, memory_order_acquire, memory_order_relaxed)) {
+            /* Relaxed: read by servers and passers after this thread's
+             * first request (which publishes it). */
+            baton_store(&b->link.gen, gen, memory_order_relaxed);
+            mb = b;
         }
     }
     if (!mb) {
-        c = aligned_alloc(BATON_CACHELINE, sizeof *c);
+        srt_chunk_t *c = aligned_alloc(BATON_CACHELINE, sizeof *c);
         if (!c) {
             fprintf(stderr, "baton: out of memory for server mailboxes\n");
             abort();
@@ -461,14 +463,9 @@ static void mb_release(baton_slot_owner_t *o, void *rec)
 void srt_each_mailbox(srt_server_t *s, void (*fn)(srt_server_t *, srt_mailbox_t *))
 {
     /* Acquire: pairs with the chunk's publication in mb_make(). */
-    const uint32_t n = baton_load(&s->nchunks, memory_order_acquire);
-    srt_chunk_t *c = n ? s->head : NULL;
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            c = c->next;
-        for (uint32_t j = 0; j < SRT_CHUNK; j++)
-            fn(s, &c->box[j]);
-    }
+    srt_walk_t wk = walk_start(s, baton_load(&s->nchunks, memory_order_acquire));
+    for (srt_mailbox_t *mb; (mb = walk_next(&wk)) != NULL;)
+        fn(s, mb);
 }
 
 /* --- server lifecycle ------------------------------------------------------ */
@@ -863,23 +860,17 @@ void srt_op_drain(srt_server_t *s, const void *l, const baton_wait_t *w)
         srt_mailbox_t *hit = NULL;
         uint32_t v = MB_EMPTY;
         /* Acquire: pairs with the chunk's publication in mb_make(). */
-        const uint32_t n = baton_load(&s->nchunks, memory_order_acquire);
-        srt_chunk_t *c = n ? s->head : NULL;
-        for (uint32_t i = 0; i < n && !hit; i++) {
-            if (i)
-                c = c->next;
-            for (uint32_t j = 0; j < SRT_CHUNK; j++) {
-                srt_mailbox_t *mb = &c->box[j];
-                /* Acquire: pairs with the server's release of EMPTY, so
-                 * what l's operations wrote is visible before l is freed;
-                 * and with the client's POSTED, so the lock field we read
-                 * next is this operation's or a later one's.  A later one
-                 * means this one has run. */
-                v = mb_state(mb, memory_order_acquire);
-                if (v != MB_EMPTY && baton_load(&mb->lock, memory_order_relaxed) == l) {
-                    hit = mb;
-                    break;
-                }
+        srt_walk_t wk = walk_start(s, baton_load(&s->nchunks, memory_order_acquire));
+        for (srt_mailbox_t *mb; (mb = walk_next(&wk)) != NULL;) {
+            /* Acquire: pairs with the server's release of EMPTY, so what
+             * l's operations wrote is visible before l is freed; and with
+             * the client's POSTED, so the lock field we read next is this
+             * operation's or a later one's.  A later one means this one
+             * has run. */
+            v = mb_state(mb, memory_order_acquire);
+            if (v != MB_EMPTY && baton_load(&mb->lock, memory_order_relaxed) == l) {
+                hit = mb;
+                break;
             }
         }
         if (!hit)
@@ -893,18 +884,11 @@ void srt_op_drain(srt_server_t *s, const void *l, const baton_wait_t *w)
 void srt_op_serve_now(srt_server_t *s, const void *l)
 {
     /* Acquire: pairs with the chunk's publication in mb_make(). */
-    const uint32_t n = baton_load(&s->nchunks, memory_order_acquire);
-    srt_chunk_t *c = n ? s->head : NULL;
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            c = c->next;
-        for (uint32_t j = 0; j < SRT_CHUNK; j++) {
-            srt_mailbox_t *mb = &c->box[j];
-            /* Acquire: pairs with the client's POSTED store.  Relaxed lock
-             * field: published by it. */
-            if (mb_state(mb, memory_order_acquire) == MB_POSTED &&
-                baton_load(&mb->lock, memory_order_relaxed) == l)
-                serve(mb);
-        }
-    }
+    srt_walk_t wk = walk_start(s, baton_load(&s->nchunks, memory_order_acquire));
+    for (srt_mailbox_t *mb; (mb = walk_next(&wk)) != NULL;)
+        /* Acquire: pairs with the client's POSTED store.  Relaxed lock
+         * field: published by it. */
+        if (mb_state(mb, memory_order_acquire) == MB_POSTED &&
+            baton_load(&mb->lock, memory_order_relaxed) == l)
+            serve(mb);
 }
