@@ -5,6 +5,7 @@
 #include "barrier.h"
 #include "../core/error.h"
 #include "../core/spec.h"
+#include "../wait/wait_internal.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -77,24 +78,17 @@ static void choose_policy(baton_barrier_t *b, int asked, const baton_opts_t *o, 
     b->yield_ns = yield_us * 1000u;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint32_t bar_wait_slow(const baton_barrier_t *b, _Atomic uint32_t *word, uint32_t old)
 {
     if (b->yield_ns != 0) {
-        uint64_t start = now_ns();
+        uint64_t start = baton_now_ns();
         do {
             sched_yield();
             /* Acquire: pairs with the release in bar_publish(). */
             uint32_t v = baton_load(word, memory_order_acquire) & BAR_EPISODE_MASK;
             if (v != old)
                 return v;
-        } while (now_ns() - start < b->yield_ns);
+        } while (baton_now_ns() - start < b->yield_ns);
     }
     return baton_wait_while_eq(&b->wait, word, old);
 }

@@ -16,6 +16,7 @@
  * The wait policy (default spinpark) is how lock() and futures wait.
  */
 #include "queue.h"
+#include "../wait/wait_internal.h"
 #include "../core/error.h"
 #include "../core/thread.h"
 
@@ -152,13 +153,6 @@ typedef struct qd_lock {
     uint32_t calls;
 } qd_lock_t;
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Help while the queue stays open and something new arrives. */
 static void qdt_help(qd_lock_t *l)
 {
@@ -208,7 +202,7 @@ static void qdt_open(qd_lock_t *l, uintptr_t token)
     l->done = 0;
     l->helped = 0;
     l->calls = 0;
-    l->tenure_end = l->tenure_ns ? now_ns() + l->tenure_ns : 0;
+    l->tenure_end = l->tenure_ns ? baton_now_ns() + l->tenure_ns : 0;
     /* Relaxed: only AWAY values matter to others. */
     baton_store(&l->resident, token, memory_order_relaxed);
     /* Release: pairs with the delegators' fetch_add (the zeroed buffer). */
@@ -224,7 +218,7 @@ static void qdt_leave(qd_lock_t *l, uintptr_t token)
                     /* Relaxed: a hint that lock() callers wait. */
                     baton_load(&l->core.mutex.word, memory_order_relaxed) == 2u;
         if (!over && ++l->calls % QD_CLOCK_EVERY == 0)
-            over = now_ns() >= l->tenure_end;
+            over = baton_now_ns() >= l->tenure_end;
         if (over) {
             qdt_end(l, false);
             return;

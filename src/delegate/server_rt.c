@@ -40,6 +40,7 @@
 #include "server_rt.h"
 #include "delegate.h"
 #include "../core/error.h"
+#include "../wait/wait_internal.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -96,13 +97,6 @@ void srt_set_lock_hooks(const srt_lock_hooks_t *h)
 static inline const srt_lock_hooks_t *hooks(void)
 {
     return baton_load(&lock_hooks, memory_order_acquire); /* pairs with the store above */
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static inline uint32_t mb_state(srt_mailbox_t *mb, memory_order mo)
@@ -257,7 +251,7 @@ static void server_sleep(srt_server_t *s)
     }
     do {
         if (until) {
-            const uint64_t now = now_ns();
+            const uint64_t now = baton_now_ns();
             if (now >= until) {
                 /* Time is up: look again.  A poster that read sleep == 1
                  * meanwhile exchanges it and wakes nobody, harmlessly.
@@ -314,9 +308,9 @@ static void *server_main(void *arg)
          * SRT_IDLE_CHECK empty scans, and at those points the server also
          * yields, so that a client sharing its CPU gets to post. */
         if (empty_scans++ == 0) {
-            idle_since = now_ns();
+            idle_since = baton_now_ns();
         } else if (empty_scans % SRT_IDLE_CHECK == 0) {
-            if (now_ns() - idle_since >= s->idle_ns) {
+            if (baton_now_ns() - idle_since >= s->idle_ns) {
                 server_sleep(s);
                 empty_scans = 0;
                 continue;

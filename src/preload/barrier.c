@@ -30,6 +30,7 @@
  * serves such programs.
  */
 #include "preload.h"
+#include "../wait/wait_internal.h"
 #include <baton/barrier.h>
 #include <baton/baton.h>
 
@@ -168,13 +169,6 @@ PRELOAD_API int pthread_barrier_wait(pthread_barrier_t *barrier)
 
 _Static_assert(BATON_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD, "the serial-thread marker is POSIX's");
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 PRELOAD_API int pthread_barrier_destroy(pthread_barrier_t *barrier)
 {
     barrier_init_once();
@@ -190,7 +184,7 @@ PRELOAD_API int pthread_barrier_destroy(pthread_barrier_t *barrier)
             sched_yield();
             continue;
         }
-        uint64_t now = mono_ns();
+        uint64_t now = baton_now_ns();
         if (start == 0)
             start = now;
         else if (now - start > DESTROY_PATIENCE_NS)
