@@ -43,8 +43,8 @@
  * offered there (server.c refuses the combination).
  */
 #include "server.h"
+#include "../wait/wait_internal.h"
 
-#include <time.h>
 
 /* A kept lease that the holder has not taken again for a quarter of
  * keep_us, while another thread waits, is taken back before keep_us is up:
@@ -71,13 +71,6 @@
  * next to nothing (one per lease per millisecond at most). */
 #define KEEP_EXPIRE_NS 1000000u
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* --- the home's side ----------------------------------------------------------- */
 
 uint32_t keep_grant(lk_inst_t *in, srt_waiter_t *w, uint32_t v)
@@ -97,7 +90,7 @@ uint32_t keep_grant(lk_inst_t *in, srt_waiter_t *w, uint32_t v)
     /* Waiters left behind this grant start the clock at once. */
     in->deadline = 0;
     in->sample_word = LS_NONE; /* matches no leased word */
-    in->sample_at = now_ns();
+    in->sample_at = baton_now_ns();
     if (in->head)
         keep_asked(in);
     return SRT_LEASED;
@@ -107,7 +100,7 @@ void keep_asked(lk_inst_t *in)
 {
     if (!in->leased || in->deadline != 0)
         return;
-    const uint64_t now = now_ns();
+    const uint64_t now = baton_now_ns();
     in->deadline = now + in->keep_ns;
     in->sample_word = LS_NONE; /* matches no leased word */
     in->sample_at = now;
@@ -118,34 +111,33 @@ void keep_asked(lk_inst_t *in)
  * flag is set).  Either way the lease is over. */
 static bool take_back(lk_inst_t *in)
 {
+    bool home;
     /* Acquire: pairs with the holder's release CAS to CACHED (its critical
      * section happens before our next grant, which passes it on). */
     uint64_t cur = baton_load(&in->lease, memory_order_acquire);
     for (;;) {
         if ((cur & LS_STATE) == LS_CACHED) {
             if (baton_cas(&in->lease, &cur, (uint64_t)LS_NONE, memory_order_acquire,
-                               memory_order_acquire)) /* as the load above */
+                          memory_order_acquire)) { /* as the load above */
+                home = true;
                 break;
-        } else {
+            }
+        } else if ((cur & LS_REVOKE) ||
+                   baton_cas(&in->lease, &cur, cur | LS_REVOKE, memory_order_acquire,
+                             memory_order_acquire)) {
             /* HELD: the holder's unlock fails its CAS and releases.  The
              * flag publishes nothing (the holder's release, a seq_cst bump
              * of the release word, carries its section); acquire only
              * because a failure may read CACHED, which the next round
              * takes as the load above does. */
-            if ((cur & LS_REVOKE) ||
-                baton_cas(&in->lease, &cur, cur | LS_REVOKE, memory_order_acquire,
-                          memory_order_acquire)) {
-                in->leased = 0;
-                in->deadline = 0;
-                lk_count(in, in->own_role, in->req_role, 1);
-                return false;
-            }
+            home = false;
+            break;
         }
     }
     in->leased = 0;
     in->deadline = 0;
     lk_count(in, in->own_role, in->req_role, 1);
-    return true;
+    return home;
 }
 
 bool keep_take_back(srt_server_t *s, lk_inst_t *in)
@@ -171,7 +163,7 @@ uint32_t keep_poll(srt_server_t *s, lk_inst_t *in)
 {
     if (!in->leased)
         return 0;
-    const uint64_t now = now_ns();
+    const uint64_t now = baton_now_ns();
     if (in->deadline == 0 || now < in->deadline) {
         if (now - in->sample_at < look_period(in))
             return 0;
@@ -201,7 +193,7 @@ uint64_t keep_next(const lk_inst_t *in)
 bool keep_pending(const lk_inst_t *in)
 {
     const uint64_t t = keep_next(in);
-    return t != 0 && now_ns() >= t;
+    return t != 0 && baton_now_ns() >= t;
 }
 
 /* --- the holder's side ------------------------------------------------------------ */
