@@ -40,6 +40,7 @@
 #ifndef BATON_RELAY_H
 #define BATON_RELAY_H
 
+#include <baton/token.h>
 #include <baton/wait.h>
 #include <errno.h>
 #include <pthread.h>
@@ -77,15 +78,10 @@ BATON_API void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self);
 BATON_API void baton_relay_hand_over(baton_relay_t *l, struct baton_qnode *head);
 BATON_API struct baton_qnode *baton_relay_tenure_over(baton_relay_t *l, uintptr_t self);
 
-/* The owner token: the thread pointer, which on glibc is pthread_self()
- * but costs one register read instead of a call. */
+/* The owner token (baton/token.h). */
 static inline uintptr_t baton_relay_self(void)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    return (uintptr_t)__builtin_thread_pointer();
-#else
-    return (uintptr_t)pthread_self();
-#endif
+    return baton_thread_token();
 }
 
 static inline int baton_relay_trylock(baton_relay_t *l)

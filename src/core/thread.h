@@ -23,18 +23,20 @@ typedef struct baton_qnode {
     _Atomic uintptr_t owner;                          /* token of the thread using it */
     struct baton_qnode *pool_next;                    /* free-list link */
     uint32_t index;                                   /* position in the arena */
+    _Atomic uint64_t stamp;                           /* when a waker woke it (ns; runner) */
+    _Atomic uint32_t cpu;                             /* where its thread went to sleep (runner) */
 } baton_qnode_t;
 
 _Static_assert(sizeof(baton_qnode_t) == BATON_CACHELINE, "one queue node per cache line");
 
-#include <baton/relay.h>
+#include <baton/token.h>
 #include <sched.h>
 
 /* A token naming the calling thread, unique among live threads, never 0 and
- * always even: its thread pointer. */
+ * always even: its thread pointer (baton/token.h). */
 static inline uintptr_t baton_self_token(void)
 {
-    return baton_relay_self();
+    return baton_thread_token();
 }
 
 /* The calling thread's state.  Initial-exec TLS: one %fs-relative load in
