@@ -501,7 +501,7 @@ static void test_registry(void)
         }
     }
     baton_lock_t *l = baton_lock_new(NULL);
-    CHECK(l && strncmp(baton_lock_spec(l), "relay", 5) == 0, "default kind: %s",
+    CHECK(l && strncmp(baton_lock_spec(l), "runner", 6) == 0, "default kind: %s",
           l ? baton_lock_spec(l) : baton_last_error());
     baton_lock_free(l);
     l = baton_lock_new("relay:spin,slice_us=20");

@@ -8,4 +8,5 @@
 #include <baton/clh.h>
 #include <baton/onespinner.h>
 #include <baton/relay.h>
+#include <baton/runner.h>
 #endif

@@ -19,6 +19,7 @@ static const baton_kind_t *const kinds[] = {
     &baton_kind_clh,
     &baton_kind_onespinner,
     &baton_kind_relay,
+    &baton_kind_runner,
     &baton_kind_pthread,
     &baton_kind_rcl,
     &baton_kind_server,
@@ -34,7 +35,7 @@ static const baton_kind_t *const kinds[] = {
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
 /* The default kind: what "default", "" and NULL name. */
-#define DEFAULT_KIND "relay"
+#define DEFAULT_KIND "runner"
 
 static baton_kind_info_t infos[NKINDS];
 static char option_text[NKINDS][256];

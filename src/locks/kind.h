@@ -88,7 +88,7 @@ static inline size_t baton_alloc_cost(size_t align, size_t size)
 
 /* Every kind, defined at the bottom of its algorithm's file. */
 extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, baton_kind_mcs,
-    baton_kind_clh, baton_kind_onespinner, baton_kind_relay, baton_kind_pthread;
+    baton_kind_clh, baton_kind_onespinner, baton_kind_relay, baton_kind_runner, baton_kind_pthread;
 extern const baton_kind_t baton_kind_qd, baton_kind_mrqd, baton_kind_hqd, baton_kind_rcl,
     baton_kind_fc, baton_kind_ccsynch, baton_kind_rw, baton_kind_elide;
 extern const baton_kind_t baton_kind_server; /* src/server/: server, ,chain, ,hier, ,hier,chain */
