@@ -5,7 +5,7 @@
 #include "bench.h"
 #include "machine.h"
 
-#define REPORT_MAX_PARAMS 4
+#define REPORT_MAX_PARAMS 8
 #define REPORT_MAX_RUNS 32
 
 typedef struct bench_record {
@@ -159,9 +159,24 @@ void bench_cell_run(const bench_workload_t *wl, const void *params, const char *
  * (verification, crash, error). */
 int bench_cell_finish(bench_record_t *recs, int n, double limit);
 
-/* {"machine": ..., <extra>, "results": [...]} */
 /* s as a JSON string literal (quotes, escapes). */
 void report_json_string(FILE *f, const char *s);
+
+/* A wait in ns as µs for a table ("-" when negative: not available). */
+void report_wait_us(char *buf, size_t n, double ns);
+
+/* JSON members, no comma before or after: "wait_max_ns" and "wait_p999_ns"
+ * of m (null when not available); report_json_figures() adds before them
+ * the record's "ops_per_s", "fairness" and "cpu_s_per_mop". */
+void report_json_waits(FILE *f, const bench_result_t *m);
+void report_json_figures(FILE *f, const bench_record_t *r);
+
+/* {"machine": ..., <extra_json>, "results": [{<record 0>}, ...]}: record(f,
+ * i, ctx) writes the members of record i.  0, or -1 with errno. */
+int report_json_write(const char *path, const machine_t *m, const char *extra_json, int n,
+                      void (*record)(FILE *f, int i, const void *ctx), const void *ctx);
+
+/* report_json_write() of recs[0..n), each with every figure it has. */
 
 int report_json(const char *path, const machine_t *m, const char *extra_json,
                 const bench_record_t *recs, int n);
