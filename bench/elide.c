@@ -60,6 +60,7 @@
 #include "bench.h"
 #include "report.h"
 #include "topo.h"
+#include "workloads.h"
 
 #include <baton/atomic.h>
 #include <baton/counter.h>
@@ -89,7 +90,6 @@
 #define ITEMS_MAX (1u << 24)
 #define KEYS_MAX (1u << 30)
 
-enum { STATS_OFF, STATS_SHARED, STATS_PERCPU, STATS_MODES };
 static const char *const stats_names[STATS_MODES] = {"off", "shared", "percpu"};
 
 /* --- the cache ------------------------------------------------------------------ */
@@ -120,14 +120,6 @@ struct elide_slab {
     _Atomic uint32_t next;
     uint32_t cap;
     struct elide_tx tx[];
-};
-
-struct elide_params {
-    int mix_get; /* percent of operations that are gets */
-    int stats;   /* STATS_* */
-    uint32_t buckets, keys, items;
-    bool inject_fault;
-    struct elide_slab *slab; /* NULL: do not report elision counters */
 };
 
 enum { PATH_DIRECT, PATH_LOCK, PATH_EXECUTE };
@@ -598,7 +590,7 @@ static int elide_verify(void *state, const uint64_t *ops, int threads, bench_res
     return 0;
 }
 
-static const bench_workload_t elide_workload = {
+const bench_workload_t elide_workload = {
     .name = "elide",
     .setup = elide_setup,
     .thread_main = elide_thread_main,
@@ -1273,7 +1265,7 @@ int cmd_bench_elide(int argc, char **argv)
     bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8, 16}, .nthreads = 4, .duration = 0.3,
                       .repeat = 3};
     struct elide_opts eo = {.M = {90, 60, 30}, .nM = 3, .S = {STATS_OFF, STATS_SHARED}, .nS = 2,
-                            .buckets = 4096, .keys = 16384, .items = 8192};
+                            .buckets = ELIDE_BUCKETS, .keys = ELIDE_KEYS, .items = ELIDE_ITEMS};
     static const struct option opts[] = {
         BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"mix", required_argument, 0, 'm'},
         {"stats", required_argument, 0, 's'}, {"buckets", required_argument, 0, 'B'},

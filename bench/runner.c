@@ -648,14 +648,20 @@ static void result_init(bench_result_t *r, int threads)
 
 /* --- hogs: CPU-bound processes beside the measurement --------------------------- */
 
-/* A hog: a plain spin loop at normal priority, on any CPU.  It dies with
- * the process that forked it (PR_SET_PDEATHSIG), which also kills it by
- * PID after every run. */
-static _Noreturn void hog_main(pid_t parent)
+/* In a child forked by `parent`: be killed when the parent dies, so that
+ * nothing outlives the bench. */
+static void die_with_parent(pid_t parent)
 {
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) /* the parent died before prctl: no signal comes */
         _exit(0);
+}
+
+/* A hog: a plain spin loop at normal priority, on any CPU.  It dies with
+ * the process that forked it, which also kills it by PID after every run. */
+static _Noreturn void hog_main(pid_t parent)
+{
+    die_with_parent(parent);
     volatile uint64_t spin = 0;
     for (;;)
         spin = spin + 1;
@@ -723,6 +729,7 @@ static void run_child(const bench_workload_t *wl, const void *params, const char
         snprintf(out->message, sizeof out->message, "pipe: %s", strerror(errno));
         return;
     }
+    const pid_t self = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         out->status = BENCH_ERROR;
@@ -732,6 +739,7 @@ static void run_child(const bench_workload_t *wl, const void *params, const char
         return;
     }
     if (pid == 0) {
+        die_with_parent(self);
         close(fd[0]);
         bench_result_t r;
         result_init(&r, cfg->threads);
