@@ -25,6 +25,10 @@
 #define BENCH_SPEC_MAX 96
 #define BENCH_LINE 128 /* same as BATON_CACHELINE */
 
+/* The default readers-writer lock, as `baton bench matrix` measures it
+ * against the readers-writer peers ("default" names the default mutex). */
+#define BENCH_DEFAULT_RW_SPEC "rw(default)"
+
 /* --- the locks under test -------------------------------------------------- */
 
 typedef struct bench_lock {

@@ -89,6 +89,15 @@ typedef struct bench_setup {
     bench_cfg_t base; /* duration, pinning and deadline; threads unset */
 } bench_setup_t;
 
+/* Validate and canonicalise specs[0..n): open each one.  An explicit list
+ * (optional == false) stops at the first that does not open: returns -1
+ * with the message in err.  A default list (optional == true) drops those
+ * instead and names them in `skipped` (", "-separated).  A lock that opens
+ * but that cmd->check refuses (cmd may be NULL) stops either list.
+ * Returns the count kept. */
+int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int n, bool optional,
+                      char *skipped, size_t skipped_len, char *err, size_t errlen);
+
 /* After option parsing: check the thread counts, expand and open every
  * lock (canonicalising the specs), describe the machine, work out the pin
  * order and the cost of local work, and print the header line (then the
@@ -145,8 +154,9 @@ void bench_refs_free(bench_refs_t *refs);
 double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS],
                         const bench_record_t *cell, int n, int threads, int cores);
 
-/* Run one cell: `repeat` rounds, each running every spec once (so slow
- * drift spreads over all of them), then fill recs[k] (bench name, lock,
+/* Run one cell: `repeat` rounds, each running every spec once, in an order
+ * rotated by one each round (so slow drift spreads over all of them; a spec
+ * that timed out is not run again), then fill recs[k] (bench name, lock,
  * threads, duration, runs, median, pthread rate, and the names of the
  * ops-per-session extra when wl->extras is bench_extras_ops_per_session)
  * for each spec.  The caller sets params and the limit, then calls
