@@ -509,7 +509,7 @@ int cmd_bench_matrix(int argc, char **argv)
            ncells, planned, duration, (double)planned * clk.guess_s / 60, b.base.deadline_s,
            box_min > 0 ? "" : "\n");
     if (box_min > 0)
-        printf("; time box %.0f min\n", box_min);
+        printf("; time box %g min\n", box_min);
     mx_header();
 
     int failed = 0, ndone = 0;

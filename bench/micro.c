@@ -148,14 +148,21 @@ static uint64_t micro_thread(void *state, int index, const _Atomic int *stop)
     me->cs = (struct micro_cs){s->shared, priv, S, P};
     uint64_t ops = 0;
     uint64_t sink = 0;
+    /* With one lock the loop is the plain micro-benchmark's: no draw, and
+     * its count is `ops`. */
+    uint32_t k = 0;
+    struct micro_line *shared = shared0;
+    bench_lock_t *lock = locks;
     do {
         if (L)
             bench_local_work(&me->local, L);
         for (int i = 0; i < P; i++)
             sink += atomic_load_explicit(&priv[i].v, memory_order_relaxed);
-        const uint32_t k = N > 1 ? pick_lock(&x, N) : 0;
-        struct micro_line *shared = shared0 + (size_t)k * (size_t)S;
-        bench_lock_t *lock = &locks[k];
+        if (N > 1) {
+            k = pick_lock(&x, N);
+            shared = shared0 + (size_t)k * (size_t)S;
+            lock = &locks[k];
+        }
         if (execute) {
             me->cs.shared = shared;
             int rc = bench_execute(lock, micro_cs_run, &me->cs);
@@ -173,10 +180,13 @@ static uint64_t micro_thread(void *state, int index, const _Atomic int *stop)
             if (!skip_lock)
                 bench_lock_release(lock);
         }
-        under[k]++;
+        if (N > 1)
+            under[k]++;
         ops++;
         /* Relaxed: the flag only ends the loop; the join orders the rest. */
     } while (!atomic_load_explicit(stop, memory_order_relaxed));
+    if (N == 1)
+        under[0] = ops;
     if (sink == 1)
         me->local.a[0]++; /* keep the reads of private lines */
     return ops;
