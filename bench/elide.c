@@ -1092,6 +1092,7 @@ static void usage(FILE *f)
             "  --inject-fault       thread 0 runs its operations without the lock (tests that\n"
             "                       verification fails)\n"
             "  --as-peer            internal: the run of %s (no reference rates)\n"
+            BENCH_WAIT_USAGE
             "EDP (CPU-s per op x s per op) is relative to the reference lock of the same cell:\n"
             "elide(X) to X, %s to pthread, every other lock to the first plain\n"
             "(non-elided) lock of the list; where that is absent, to the first plain lock.\n",

@@ -304,8 +304,7 @@ static void usage(FILE *f)
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          write every result as JSON\n"
             "  --inject-fault       thread 0 skips the lock (tests that verification fails)\n"
-            "  The table's max wait and p99.9 wait (µs) are those of lock acquisitions (of the\n"
-            "  whole baton_execute call under --via execute), sampled 1 in 8 per thread.\n");
+            BENCH_WAIT_USAGE);
 }
 
 /* Measure the single-thread rate at (S, P, L) with the reference kind,

@@ -523,7 +523,8 @@ static void usage(FILE *f)
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          write every result as JSON\n"
             "  --inject-fault       thread 0 runs its operations without the lock (tests that\n"
-            "                       verification fails)\n",
+            "                       verification fails)\n"
+            BENCH_WAIT_USAGE,
             pq_default_locks);
 }
 

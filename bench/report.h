@@ -172,6 +172,11 @@ int bench_cell_finish(bench_record_t *recs, int n, double limit);
 /* s as a JSON string literal (quotes, escapes). */
 void report_json_string(FILE *f, const char *s);
 
+/* The usage text's line on the wait columns. */
+#define BENCH_WAIT_USAGE                                                                           \
+    "  max wait, p99.9 wait: acquisition waits in µs (lock, reader lock, or the whole\n"           \
+    "                       baton_execute call), sampled with the TSC, 1 in 8 per thread\n"
+
 /* A wait in ns as µs for a table ("-" when negative: not available). */
 void report_wait_us(char *buf, size_t n, double ns);
 

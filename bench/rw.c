@@ -324,7 +324,8 @@ static void usage(FILE *f)
             "  --repeat R           runs per cell; the median is reported (default 3)\n"
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          write every result as JSON\n"
-            "  --inject-fault       thread 0 writes without the lock (tests that verification fails)\n",
+            "  --inject-fault       thread 0 writes without the lock (tests that verification fails)\n"
+            BENCH_WAIT_USAGE,
             rw_default_locks);
 }
 

@@ -417,7 +417,8 @@ static void usage(FILE *f)
             "  --repeat R           runs per cell; the median is reported (default 3)\n"
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          write every result as JSON\n"
-            "  --inject-fault       thread 0 skips the lock for some sections (verification must fail)\n",
+            "  --inject-fault       thread 0 skips the lock for some sections (verification must fail)\n"
+            BENCH_WAIT_USAGE,
             srv_default_locks);
 }
 
