@@ -202,7 +202,9 @@ static int micro_verify(void *state, const uint64_t *ops, int threads, bench_res
                      strerror(s->t[i].error));
             return 1;
         }
-    /* Every line of lock k holds the operations done under lock k. */
+    /* Every line of lock k holds the operations done under lock k.  The
+     * loads here are relaxed: the runner joined every thread, and the join
+     * orders their writes before them. */
     const int S = s->p->shared_lines;
     int broken = 0, first = -1, first_line = 0;
     uint64_t first_v = 0, first_want = 0;
