@@ -12,6 +12,7 @@
 #ifndef BATON_BENCH_BENCH_H
 #define BATON_BENCH_BENCH_H
 
+#include <baton/atomic.h>
 #include <baton/baton.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -23,6 +24,10 @@
 
 #define BENCH_SPEC_MAX 96
 #define BENCH_LINE 128 /* same as BATON_CACHELINE */
+
+/* The default readers-writer lock, as `baton bench matrix` measures it
+ * against the readers-writer peers ("default" names the default mutex). */
+#define BENCH_DEFAULT_RW_SPEC "rw(default)"
 
 /* --- the locks under test -------------------------------------------------- */
 
@@ -46,14 +51,70 @@ typedef struct bench_lock {
     bool delegates;
 } bench_lock_t;
 
+/* --- acquisition waits, sampled ----------------------------------------------
+ *
+ * Every BENCH_WAIT_EVERY-th acquisition a thread makes through the hot
+ * helpers below (bench_lock_acquire, bench_lock_read_acquire, bench_execute)
+ * is timed with the TSC, into a histogram of that thread's: 1 in 8, so that
+ * the other seven cost one thread-local counter increment and a branch.
+ * The runner's threads point bench_wait_log at their histogram before the
+ * workload's loop and merge the histograms after the join; a thread with no
+ * histogram (the workload's verify, a delegation kind's server) is not
+ * timed.  For bench_execute the sample covers the whole call: the wait and
+ * the critical section (or, for a delegation kind, until it has run). */
+#define BENCH_WAIT_EVERY 8 /* a power of two */
+#define BENCH_WAIT_SUB 4   /* histogram buckets per power of two of cycles */
+#define BENCH_WAIT_BUCKETS (BENCH_WAIT_SUB * 64)
+
+typedef struct bench_wait_hist {
+    _Alignas(BENCH_LINE) uint64_t samples;
+    uint64_t max_cycles;
+    uint64_t bucket[BENCH_WAIT_BUCKETS]; /* log-bucketed TSC cycles */
+} bench_wait_hist_t;
+
+/* The calling thread's sample counter and histogram (NULL: not timed).
+ * Initial-exec: one instruction to reach them, no __tls_get_addr call. */
+extern _Thread_local uint32_t bench_wait_tick __attribute__((tls_model("initial-exec")));
+extern _Thread_local bench_wait_hist_t *bench_wait_log __attribute__((tls_model("initial-exec")));
+
+/* Is this acquisition the one in BENCH_WAIT_EVERY to time? */
+static inline bool bench_wait_due(void)
+{
+    return BATON_UNLIKELY((++bench_wait_tick & (BENCH_WAIT_EVERY - 1)) == 0);
+}
+
+enum { BENCH_WAIT_LOCK, BENCH_WAIT_RLOCK, BENCH_WAIT_EXECUTE };
+
+/* The sampled path, out of line (runner.c): run the acquisition `how`
+ * names (fn and ctx for BENCH_WAIT_EXECUTE) between two TSC reads and add
+ * the cycles to bench_wait_log.  Returns what bench_execute returns, or 0. */
+int bench_wait_sampled(int how, bench_lock_t *l, baton_fn fn, void *ctx);
+
+/* Add `cycles` to h. */
+void bench_wait_add(bench_wait_hist_t *h, uint64_t cycles);
+/* Merge `from` into `into`. */
+void bench_wait_merge(bench_wait_hist_t *into, const bench_wait_hist_t *from);
+/* The largest sample and the 99.9th percentile (a bucket's upper bound, at
+ * most the largest), in ns; both -1 without samples or without a TSC rate. */
+void bench_wait_figures(const bench_wait_hist_t *h, double *max_ns, double *p999_ns);
+
 /* The hot calls: baton kinds straight through the dynamic API (one call,
- * as a program would make it), peers through their table. */
-static inline void bench_lock_acquire(bench_lock_t *l)
+ * as a program would make it), peers through their table.  The _untimed
+ * forms are the calls themselves; the others sample their waits. */
+static inline void bench_lock_acquire_untimed(bench_lock_t *l)
 {
     if (l->baton)
         (void)baton_lock(l->baton);
     else
         l->lock(l->obj);
+}
+
+static inline void bench_lock_acquire(bench_lock_t *l)
+{
+    if (bench_wait_due())
+        (void)bench_wait_sampled(BENCH_WAIT_LOCK, l, NULL, NULL);
+    else
+        bench_lock_acquire_untimed(l);
 }
 
 static inline void bench_lock_release(bench_lock_t *l)
@@ -66,7 +127,7 @@ static inline void bench_lock_release(bench_lock_t *l)
 
 /* Reader mode: baton_rlock (which is lock for kinds without BATON_CAP_RW),
  * a peer's reader mode, or a mutex peer's lock. */
-static inline void bench_lock_read_acquire(bench_lock_t *l)
+static inline void bench_lock_read_acquire_untimed(bench_lock_t *l)
 {
     if (l->baton)
         (void)baton_rlock(l->baton);
@@ -74,6 +135,14 @@ static inline void bench_lock_read_acquire(bench_lock_t *l)
         l->rlock(l->obj);
     else
         l->lock(l->obj);
+}
+
+static inline void bench_lock_read_acquire(bench_lock_t *l)
+{
+    if (bench_wait_due())
+        (void)bench_wait_sampled(BENCH_WAIT_RLOCK, l, NULL, NULL);
+    else
+        bench_lock_read_acquire_untimed(l);
 }
 
 static inline void bench_lock_read_release(bench_lock_t *l)
@@ -89,7 +158,7 @@ static inline void bench_lock_read_release(bench_lock_t *l)
 /* fn(ctx) under the lock: baton_execute for baton kinds (the kind's own
  * path: a delegation kind may run fn on another thread), lock, call, unlock
  * for peers.  Returns 0 or the API's error. */
-static inline int bench_execute(bench_lock_t *l, baton_fn fn, void *ctx)
+static inline int bench_execute_untimed(bench_lock_t *l, baton_fn fn, void *ctx)
 {
     if (l->baton)
         return baton_execute(l->baton, fn, ctx);
@@ -97,6 +166,13 @@ static inline int bench_execute(bench_lock_t *l, baton_fn fn, void *ctx)
     fn(ctx);
     l->unlock(l->obj);
     return 0;
+}
+
+static inline int bench_execute(bench_lock_t *l, baton_fn fn, void *ctx)
+{
+    if (bench_wait_due())
+        return bench_wait_sampled(BENCH_WAIT_EXECUTE, l, fn, ctx);
+    return bench_execute_untimed(l, fn, ctx);
 }
 
 /* Average operations per help session from baton_lock_stats(), or -1 when
@@ -140,6 +216,10 @@ typedef struct bench_result {
     uint64_t min_thread_ops, max_thread_ops;
     double cpu_s;
     double energy_j;      /* < 0: not available */
+    /* Acquisition waits, sampled 1 in BENCH_WAIT_EVERY (bench_wait_due()):
+     * the largest and the 99.9th percentile, in ns; < 0: no samples (the
+     * workload does not acquire through the hot helpers). */
+    double wait_max_ns, wait_p999_ns;
     /* Workload-specific figures, filled by the workload's `extras` hook;
      * a negative value means "not available" (the report prints "-"). */
     double extra[BENCH_EXTRAS];
@@ -152,12 +232,17 @@ typedef struct bench_result {
 
 typedef struct bench_workload {
     const char *name;
-    /* In the child: build the shared state for `threads` threads. */
+    /* Optional: how many locks the workload takes with these params (at
+     * least 1); NULL: one.  The runner opens them all with the run's spec. */
+    int (*locks)(const void *params);
+    /* In the child: build the shared state for `threads` threads, on the
+     * locks lock[0 .. locks(params)). */
     void *(*setup)(const void *params, bench_lock_t *lock, int threads, char *err, size_t errlen);
     /* One thread's loop: run operations until *stop, return how many. */
     uint64_t (*thread_main)(void *state, int index, const _Atomic int *stop);
     /* Optional: after all threads joined and before verify, fill
-     * r->extra[] (the runner sets every entry to -1 first). */
+     * r->extra[] (the runner sets every entry to -1 first); `lock` is the
+     * first of the workload's locks. */
     void (*extras)(void *state, bench_lock_t *lock, bench_result_t *r);
     /* After all threads joined: 0, or nonzero with a message. */
     int (*verify)(void *state, const uint64_t *thread_ops, int threads, bench_result_t *r);
@@ -171,7 +256,13 @@ typedef struct bench_cfg {
     const int *pin_order;    /* CPU per thread index (wrapping), or NULL */
     int npin;
     double deadline_s;       /* kill the child after this long */
+    /* CPU-bound processes (a spin loop each, unpinned, normal priority)
+     * that run beside every run, from before the child starts until it is
+     * collected; at most BENCH_HOGS_MAX. */
+    int hogs;
 } bench_cfg_t;
+
+#define BENCH_HOGS_MAX 64
 
 /* Run one measurement of `wl` on the lock named `spec` in a child process. */
 void bench_run(const bench_workload_t *wl, const void *params, const char *spec,

@@ -12,13 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Validate and canonicalise specs[0..n): open each one.  An explicit list
- * (optional == false) stops at the first that does not open: returns -1
- * with the message in err.  A default list (optional == true) drops those
- * instead and names them in `skipped` (", "-separated).  A lock that opens
- * but that cmd->check refuses stops either list.  Returns the count kept. */
-static int check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int n, bool optional,
-                       char *skipped, size_t skipped_len, char *err, size_t errlen)
+int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int n, bool optional,
+                      char *skipped, size_t skipped_len, char *err, size_t errlen)
 {
     int kept = 0;
     if (skipped_len)
@@ -34,7 +29,7 @@ static int check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int
             continue;
         }
         snprintf(specs[kept++], BENCH_SPEC_MAX, "%s", l.spec); /* canonical */
-        int refused = cmd->check ? cmd->check(&l, cmd->ctx, err, errlen) : 0;
+        int refused = cmd && cmd->check ? cmd->check(&l, cmd->ctx, err, errlen) : 0;
         bench_lock_close(&l);
         if (refused)
             return -1;
@@ -66,8 +61,8 @@ int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
         return 2;
     }
     (void)baton_calibration(); /* once, here: every child inherits it */
-    nspecs = check_specs(cmd, specs, nspecs, cmd->locks == NULL, skipped, sizeof skipped, err,
-                         sizeof err);
+    nspecs = bench_check_specs(cmd, specs, nspecs, cmd->locks == NULL, skipped, sizeof skipped, err,
+                               sizeof err);
     if (nspecs <= 0) {
         fprintf(stderr, "baton bench %s: %s\n", cmd->name,
                 nspecs < 0 ? err : "none of the default locks opens");
@@ -121,8 +116,7 @@ int bench_cmd_finish(bench_setup_t *s, const char *json_path, const char *extra_
         }
     }
     if (failed)
-        printf("\n%d result(s) FAILED verification or did not run: see the status column\n",
-               failed);
+        printf("\n%d result(s) FAILED verification or did not run: see above\n", failed);
     free(s->order);
     machine_free(&s->m);
     free(s->specs);
@@ -211,11 +205,21 @@ void bench_cell_run(const bench_workload_t *wl, const void *params, const char *
 {
     const bool progress = isatty(STDERR_FILENO);
     for (int r = 0; r < repeat; r++)
-        for (int k = 0; k < nspecs; k++) {
+        for (int j = 0; j < nspecs; j++) {
+            /* Rotating order: each spec runs early in one round and late in
+             * another, so neither slot favours it. */
+            const int k = (r + j) % nspecs;
+            bench_result_t *run = &runs[k * repeat + r];
+            /* A spec that timed out will again: its median is a failure
+             * whatever the other runs say, so they are not spent on it. */
+            if (r > 0 && run[-1].status == BENCH_TIMEOUT) {
+                *run = run[-1];
+                continue;
+            }
             if (progress)
                 fprintf(stderr, "\r  %s N=%d run %d/%d %-28s", label, cfg->threads, r + 1, repeat,
                         specs[k]);
-            bench_run(wl, params, specs[k], cfg, &runs[k * repeat + r]);
+            bench_run(wl, params, specs[k], cfg, run);
         }
     if (progress)
         fprintf(stderr, "\r%100s\r", "");

@@ -60,6 +60,7 @@
 #include "bench.h"
 #include "report.h"
 #include "topo.h"
+#include "workloads.h"
 
 #include <baton/atomic.h>
 #include <baton/counter.h>
@@ -89,7 +90,6 @@
 #define ITEMS_MAX (1u << 24)
 #define KEYS_MAX (1u << 30)
 
-enum { STATS_OFF, STATS_SHARED, STATS_PERCPU, STATS_MODES };
 static const char *const stats_names[STATS_MODES] = {"off", "shared", "percpu"};
 
 /* --- the cache ------------------------------------------------------------------ */
@@ -120,14 +120,6 @@ struct elide_slab {
     _Atomic uint32_t next;
     uint32_t cap;
     struct elide_tx tx[];
-};
-
-struct elide_params {
-    int mix_get; /* percent of operations that are gets */
-    int stats;   /* STATS_* */
-    uint32_t buckets, keys, items;
-    bool inject_fault;
-    struct elide_slab *slab; /* NULL: do not report elision counters */
 };
 
 enum { PATH_DIRECT, PATH_LOCK, PATH_EXECUTE };
@@ -598,7 +590,7 @@ static int elide_verify(void *state, const uint64_t *ops, int threads, bench_res
     return 0;
 }
 
-static const bench_workload_t elide_workload = {
+const bench_workload_t elide_workload = {
     .name = "elide",
     .setup = elide_setup,
     .thread_main = elide_thread_main,
@@ -716,6 +708,8 @@ static bool read_peer_json(const char *path, bench_record_t *rec)
         m->min_thread_ops = (uint64_t)json_num(line, "min_thread_ops", 0);
         m->max_thread_ops = (uint64_t)json_num(line, "max_thread_ops", 0);
         m->energy_j = json_num(line, "energy_j", -1);
+        m->wait_max_ns = json_num(line, "wait_max_ns", -1);
+        m->wait_p999_ns = json_num(line, "wait_p999_ns", -1);
         m->extra[EXTRA_HIT_RATE] = json_num(line, "hit_rate", -1);
         m->extra[EXTRA_EVICT] = json_num(line, "evictions_per_op", -1);
         const char *runs = strstr(line, "\"runs_ops_per_s\": [");
@@ -926,17 +920,19 @@ static void elide_report_cell(bench_record_t *cell, const struct elide_info *inf
         if ((int)strlen(cell[i].lock) > width)
             width = (int)strlen(cell[i].lock);
     printf("\n%s\n", title);
-    printf("%4s  %-*s %8s %8s %9s %7s %6s %7s %8s %9s %8s  %s\n", "rank", width, "lock", "Mops/s",
-           "fairness", "CPU-s/Mop", "EDP rel", "%limit", "commit", "abort/op", "fallbk/op",
-           "skip/op", "status");
+    printf("%4s  %-*s %8s %8s %9s %7s %6s %9s %10s %7s %8s %9s %8s  %s\n", "rank", width, "lock",
+           "Mops/s", "fairness", "CPU-s/Mop", "EDP rel", "%limit", "max wait", "p99.9 wait", "commit",
+           "abort/op", "fallbk/op", "skip/op", "status");
     for (int r = 0; r < n; r++) {
         const bench_record_t *rec = order[r];
         const struct elide_info *in = &info[rec - cell];
         bool ok = rec->median.status == BENCH_OK;
         double rate = record_rate(rec);
         char mops[32], cpu[32] = "-", edp[32] = "-", lim[32] = "-";
-        char commit[32] = "-", ab[32] = "-", fb[32] = "-", sk[32] = "-";
+        char commit[32] = "-", ab[32] = "-", fb[32] = "-", sk[32] = "-", wmax[32], w999[32];
         fmt_num(mops, sizeof mops, rate / 1e6);
+        report_wait_us(wmax, sizeof wmax, rec->median.wait_max_ns);
+        report_wait_us(w999, sizeof w999, rec->median.wait_p999_ns);
         if (rec->median.ops)
             snprintf(cpu, sizeof cpu, "%.3g", rec->median.cpu_s / ((double)rec->median.ops / 1e6));
         if (ok && in->edp_rel >= 0)
@@ -960,8 +956,9 @@ static void elide_report_cell(bench_record_t *cell, const struct elide_info *inf
             fmt_num(fb, sizeof fb, per_op(in->tx.fallbacks, rec));
             fmt_num(sk, sizeof sk, per_op(in->tx.skipped, rec));
         }
-        printf("%4d  %-*s %8s %8.2f %9s %7s %6s %7s %8s %9s %8s  %s%s%s%s\n", r + 1, width, rec->lock, mops,
-               record_fairness(rec), cpu, edp, lim, commit, ab, fb, sk, report_status(rec),
+        printf("%4d  %-*s %8s %8.2f %9s %7s %6s %9s %10s %7s %8s %9s %8s  %s%s%s%s\n", r + 1, width,
+               rec->lock, mops, record_fairness(rec), cpu, edp, lim, wmax, w999, commit, ab, fb, sk,
+               report_status(rec),
                rec->median.message[0] ? ": " : "", rec->median.message, causes);
     }
     free(order);
@@ -995,8 +992,9 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
                 stats_names[in->stats]);
         fprintf(f, ", \"mops\": %.6f, \"ops\": %llu, \"duration_s\": %.6f, \"ops_per_s\": %.1f",
                 rate / 1e6, (unsigned long long)md->ops, md->seconds, rate);
-        fprintf(f, ", \"cpu_s\": %.6f, \"cpu_s_per_mop\": %.6f", md->cpu_s,
+        fprintf(f, ", \"cpu_s\": %.6f, \"cpu_s_per_mop\": %.6f, ", md->cpu_s,
                 md->ops ? md->cpu_s / ((double)md->ops / 1e6) : 0.0);
+        report_json_waits(f, md);
         if (ok && in->edp >= 0)
             fprintf(f, ", \"edp\": %.6e", in->edp);
         else
@@ -1094,6 +1092,7 @@ static void usage(FILE *f)
             "  --inject-fault       thread 0 runs its operations without the lock (tests that\n"
             "                       verification fails)\n"
             "  --as-peer            internal: the run of %s (no reference rates)\n"
+            BENCH_WAIT_USAGE
             "EDP (CPU-s per op x s per op) is relative to the reference lock of the same cell:\n"
             "elide(X) to X, %s to pthread, every other lock to the first plain\n"
             "(non-elided) lock of the list; where that is absent, to the first plain lock.\n",
@@ -1267,7 +1266,7 @@ int cmd_bench_elide(int argc, char **argv)
     bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8, 16}, .nthreads = 4, .duration = 0.3,
                       .repeat = 3};
     struct elide_opts eo = {.M = {90, 60, 30}, .nM = 3, .S = {STATS_OFF, STATS_SHARED}, .nS = 2,
-                            .buckets = 4096, .keys = 16384, .items = 8192};
+                            .buckets = ELIDE_BUCKETS, .keys = ELIDE_KEYS, .items = ELIDE_ITEMS};
     static const struct option opts[] = {
         BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"mix", required_argument, 0, 'm'},
         {"stats", required_argument, 0, 's'}, {"buckets", required_argument, 0, 'B'},

@@ -39,6 +39,7 @@
 #include "bench.h"
 #include "report.h"
 #include "topo.h"
+#include "workloads.h"
 
 #include <baton/atomic.h>
 
@@ -231,13 +232,6 @@ static void pq_extract_op(void *p)
 }
 
 /* --- the workload ------------------------------------------------------------------ */
-
-struct pq_params {
-    int local_work;
-    int prefill;
-    bool nd;
-    bool inject_fault;
-};
 
 /* How one kind of operation reaches the heap. */
 enum { PATH_DIRECT, PATH_EXECUTE, PATH_DELEGATE, PATH_FUTURE };
@@ -491,7 +485,7 @@ static int pq_verify(void *state, const uint64_t *ops, int threads, bench_result
     return 0;
 }
 
-static const bench_workload_t pq_workload = {
+const bench_workload_t pq_workload = {
     .name = "pq",
     .setup = pq_setup,
     .thread_main = pq_thread_main,
@@ -529,7 +523,8 @@ static void usage(FILE *f)
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          write every result as JSON\n"
             "  --inject-fault       thread 0 runs its operations without the lock (tests that\n"
-            "                       verification fails)\n",
+            "                       verification fails)\n"
+            BENCH_WAIT_USAGE,
             pq_default_locks);
 }
 
@@ -589,7 +584,7 @@ int cmd_bench_pq(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0,
                       .repeat = 3};
-    struct pq_opts po = {.L = {0, 32, 128}, .nL = 3, .prefill = 10000};
+    struct pq_opts po = {.L = {0, 32, 128}, .nL = 3, .prefill = PQ_PREFILL};
     static const struct option opts[] = {
         BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"local-work", required_argument, 0, 'L'},
         {"prefill", required_argument, 0, 'n'}, {"nd", no_argument, 0, 'N'}, BENCH_OPT_DURATION,

@@ -5,7 +5,7 @@
 #include "bench.h"
 #include "machine.h"
 
-#define REPORT_MAX_PARAMS 4
+#define REPORT_MAX_PARAMS 8
 #define REPORT_MAX_RUNS 32
 
 typedef struct bench_record {
@@ -89,6 +89,15 @@ typedef struct bench_setup {
     bench_cfg_t base; /* duration, pinning and deadline; threads unset */
 } bench_setup_t;
 
+/* Validate and canonicalise specs[0..n): open each one.  An explicit list
+ * (optional == false) stops at the first that does not open: returns -1
+ * with the message in err.  A default list (optional == true) drops those
+ * instead and names them in `skipped` (", "-separated).  A lock that opens
+ * but that cmd->check refuses (cmd may be NULL) stops either list.
+ * Returns the count kept. */
+int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int n, bool optional,
+                      char *skipped, size_t skipped_len, char *err, size_t errlen);
+
 /* After option parsing: check the thread counts, expand and open every
  * lock (canonicalising the specs), describe the machine, work out the pin
  * order and the cost of local work, and print the header line (then the
@@ -145,8 +154,9 @@ void bench_refs_free(bench_refs_t *refs);
 double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS],
                         const bench_record_t *cell, int n, int threads, int cores);
 
-/* Run one cell: `repeat` rounds, each running every spec once (so slow
- * drift spreads over all of them), then fill recs[k] (bench name, lock,
+/* Run one cell: `repeat` rounds, each running every spec once, in an order
+ * rotated by one each round (so slow drift spreads over all of them; a spec
+ * that timed out is not run again), then fill recs[k] (bench name, lock,
  * threads, duration, runs, median, pthread rate, and the names of the
  * ops-per-session extra when wl->extras is bench_extras_ops_per_session)
  * for each spec.  The caller sets params and the limit, then calls
@@ -159,9 +169,29 @@ void bench_cell_run(const bench_workload_t *wl, const void *params, const char *
  * (verification, crash, error). */
 int bench_cell_finish(bench_record_t *recs, int n, double limit);
 
-/* {"machine": ..., <extra>, "results": [...]} */
 /* s as a JSON string literal (quotes, escapes). */
 void report_json_string(FILE *f, const char *s);
+
+/* The usage text's line on the wait columns. */
+#define BENCH_WAIT_USAGE                                                                           \
+    "  max wait, p99.9 wait: acquisition waits in µs (lock, reader lock, or the whole\n"           \
+    "                       baton_execute call), sampled with the TSC, 1 in 8 per thread\n"
+
+/* A wait in ns as µs for a table ("-" when negative: not available). */
+void report_wait_us(char *buf, size_t n, double ns);
+
+/* JSON members, no comma before or after: "wait_max_ns" and "wait_p999_ns"
+ * of m (null when not available); report_json_figures() adds before them
+ * the record's "ops_per_s", "fairness" and "cpu_s_per_mop". */
+void report_json_waits(FILE *f, const bench_result_t *m);
+void report_json_figures(FILE *f, const bench_record_t *r);
+
+/* {"machine": ..., <extra_json>, "results": [{<record 0>}, ...]}: record(f,
+ * i, ctx) writes the members of record i.  0, or -1 with errno. */
+int report_json_write(const char *path, const machine_t *m, const char *extra_json, int n,
+                      void (*record)(FILE *f, int i, const void *ctx), const void *ctx);
+
+/* report_json_write() of recs[0..n), each with every figure it has. */
 
 int report_json(const char *path, const machine_t *m, const char *extra_json,
                 const bench_record_t *recs, int n);

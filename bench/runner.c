@@ -3,6 +3,7 @@
 #include "machine.h"
 #include "report.h"
 #include "topo.h"
+#include "../src/wait/wait_internal.h" /* baton_rdtsc, baton_tsc_per_ns */
 
 #include <baton/wait.h>
 
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -360,6 +362,88 @@ int bench_median(bench_result_t *runs, int n)
     return n / 2;
 }
 
+/* --- acquisition waits ---------------------------------------------------------- */
+
+_Thread_local uint32_t bench_wait_tick;
+_Thread_local bench_wait_hist_t *bench_wait_log;
+
+/* Bucket of `c` cycles: exact below BENCH_WAIT_SUB, then BENCH_WAIT_SUB
+ * buckets per power of two (bucket 4e-4+s holds [(4+s) << (e-2), (5+s) << (e-2))
+ * for the power 2^e). */
+_Static_assert(BENCH_WAIT_SUB == 4, "wait_bucket splits powers of two in 4");
+
+static unsigned wait_bucket(uint64_t c)
+{
+    if (c < BENCH_WAIT_SUB)
+        return (unsigned)c;
+    unsigned e = 63u - (unsigned)__builtin_clzll(c); /* >= 2 */
+    return (e - 1u) * BENCH_WAIT_SUB + (unsigned)((c >> (e - 2u)) & (BENCH_WAIT_SUB - 1));
+}
+
+/* The largest value bucket b holds. */
+static uint64_t wait_bucket_top(unsigned b)
+{
+    if (b < BENCH_WAIT_SUB)
+        return b;
+    unsigned e = b / BENCH_WAIT_SUB + 1u, sub = b % BENCH_WAIT_SUB;
+    return ((uint64_t)(BENCH_WAIT_SUB + sub + 1u) << (e - 2u)) - 1u;
+}
+
+void bench_wait_add(bench_wait_hist_t *h, uint64_t cycles)
+{
+    h->samples++;
+    h->bucket[wait_bucket(cycles)]++;
+    if (cycles > h->max_cycles)
+        h->max_cycles = cycles;
+}
+
+void bench_wait_merge(bench_wait_hist_t *into, const bench_wait_hist_t *from)
+{
+    into->samples += from->samples;
+    if (from->max_cycles > into->max_cycles)
+        into->max_cycles = from->max_cycles;
+    for (int b = 0; b < BENCH_WAIT_BUCKETS; b++)
+        into->bucket[b] += from->bucket[b];
+}
+
+void bench_wait_figures(const bench_wait_hist_t *h, double *max_ns, double *p999_ns)
+{
+    *max_ns = *p999_ns = -1;
+    const double tpn = baton_tsc_per_ns();
+    if (h->samples == 0 || !(tpn > 0))
+        return;
+    /* The sample of rank ceil(0.999 n), counted from the smallest. */
+    const uint64_t rank = h->samples - h->samples / 1000;
+    uint64_t seen = 0, top = h->max_cycles;
+    for (unsigned b = 0; b < BENCH_WAIT_BUCKETS; b++) {
+        seen += h->bucket[b];
+        if (seen >= rank) {
+            top = wait_bucket_top(b);
+            break;
+        }
+    }
+    if (top > h->max_cycles)
+        top = h->max_cycles;
+    *max_ns = (double)h->max_cycles / tpn;
+    *p999_ns = (double)top / tpn;
+}
+
+int bench_wait_sampled(int how, bench_lock_t *l, baton_fn fn, void *ctx)
+{
+    const uint64_t t0 = baton_rdtsc();
+    int rc = 0;
+    switch (how) {
+    case BENCH_WAIT_LOCK: bench_lock_acquire_untimed(l); break;
+    case BENCH_WAIT_RLOCK: bench_lock_read_acquire_untimed(l); break;
+    default: rc = bench_execute_untimed(l, fn, ctx); break;
+    }
+    const uint64_t t1 = baton_rdtsc();
+    bench_wait_hist_t *h = bench_wait_log;
+    if (h && t1 >= t0)
+        bench_wait_add(h, t1 - t0);
+    return rc;
+}
+
 /* --- the child ---------------------------------------------------------------- */
 
 struct child {
@@ -371,6 +455,7 @@ struct child {
     _Atomic int stop;
     uint64_t *ops;
     double *finished;
+    bench_wait_hist_t *waits; /* one per thread */
 };
 
 struct thread_arg {
@@ -392,8 +477,10 @@ static void *child_thread(void *p)
     /* Acquire pairs with the release store of `go`: the state is set up. */
     while (!atomic_load_explicit(&c->go, memory_order_acquire))
         baton_cpu_relax();
+    bench_wait_log = &c->waits[a->index];
     c->ops[a->index] = c->wl->thread_main(c->state, a->index, &c->stop);
     c->finished[a->index] = bench_now();
+    bench_wait_log = NULL; /* the join publishes the histogram */
     return NULL;
 }
 
@@ -405,16 +492,44 @@ static double cpu_seconds(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
+static void locks_close(bench_lock_t *locks, int n)
+{
+    for (int i = 0; i < n; i++)
+        bench_lock_close(&locks[i]);
+    free(locks);
+}
+
+/* The workload's locks, all opened with `spec`: one, or what wl->locks
+ * asks for.  NULL with a message in err. */
+static bench_lock_t *locks_open(const bench_workload_t *wl, const void *params, const char *spec,
+                                int *n, char *err, size_t errlen)
+{
+    *n = wl->locks ? wl->locks(params) : 1;
+    bench_lock_t *locks = *n > 0 ? calloc((size_t)*n, sizeof *locks) : NULL;
+    if (!locks) {
+        snprintf(err, errlen, "cannot allocate %d locks", *n);
+        return NULL;
+    }
+    for (int i = 0; i < *n; i++)
+        if (bench_lock_open(spec, &locks[i], err, errlen) != 0) {
+            locks_close(locks, i);
+            return NULL;
+        }
+    return locks;
+}
+
 static void child_run(const bench_workload_t *wl, const void *params, const char *spec,
                       const bench_cfg_t *cfg, bench_result_t *r)
 {
-    bench_lock_t lock;
     char err[512];
-    if (bench_lock_open(spec, &lock, err, sizeof err) != 0) {
+    int nlocks;
+    bench_lock_t *locks = locks_open(wl, params, spec, &nlocks, err, sizeof err);
+    if (!locks) {
         r->status = BENCH_ERROR;
         snprintf(r->message, sizeof r->message, "%.255s", err);
         return;
     }
+    bench_lock_t *lock = &locks[0];
     struct child c;
     memset(&c, 0, sizeof c);
     c.wl = wl;
@@ -424,7 +539,7 @@ static void child_run(const bench_workload_t *wl, const void *params, const char
      * single CPU there is nothing to keep. */
     bench_cfg_t server_cfg;
     int *server_order = NULL;
-    if (lock.baton && (baton_lock_kind(lock.baton)->caps & BATON_CAP_SERVER) && cfg->pin_order &&
+    if (lock->baton && (baton_lock_kind(lock->baton)->caps & BATON_CAP_SERVER) && cfg->pin_order &&
         cfg->npin > 1) {
         cpu_set_t set;
         int last = -1;
@@ -445,18 +560,25 @@ static void child_run(const bench_workload_t *wl, const void *params, const char
         }
     }
     c.cfg = cfg;
-    c.state = wl->setup(params, &lock, cfg->threads, err, sizeof err);
+    c.state = wl->setup(params, locks, cfg->threads, err, sizeof err);
     if (!c.state) {
         r->status = BENCH_ERROR;
         snprintf(r->message, sizeof r->message, "%.255s", err);
-        bench_lock_close(&lock);
+        locks_close(locks, nlocks);
         return;
     }
     int n = cfg->threads;
     c.ops = calloc((size_t)n, sizeof *c.ops);
     c.finished = calloc((size_t)n, sizeof *c.finished);
+    c.waits = aligned_alloc(BENCH_LINE, (size_t)n * sizeof *c.waits);
     pthread_t *tid = calloc((size_t)n, sizeof *tid);
     struct thread_arg *args = calloc((size_t)n, sizeof *args);
+    if (!c.ops || !c.finished || !c.waits || !tid || !args) {
+        r->status = BENCH_ERROR;
+        snprintf(r->message, sizeof r->message, "out of memory for %d threads", n);
+        _exit(0); /* the parent reads what we wrote so far */
+    }
+    memset(c.waits, 0, (size_t)n * sizeof *c.waits);
     for (int i = 0; i < n; i++) {
         args[i] = (struct thread_arg){&c, i};
         if (pthread_create(&tid[i], NULL, child_thread, &args[i]) != 0) {
@@ -497,33 +619,117 @@ static void child_run(const bench_workload_t *wl, const void *params, const char
         if (c.ops[i] > r->max_thread_ops)
             r->max_thread_ops = c.ops[i];
     }
+    for (int i = 1; i < n; i++)
+        bench_wait_merge(&c.waits[0], &c.waits[i]);
+    bench_wait_figures(&c.waits[0], &r->wait_max_ns, &r->wait_p999_ns);
     if (wl->extras)
-        wl->extras(c.state, &lock, r);
+        wl->extras(c.state, lock, r);
     r->status = wl->verify(c.state, c.ops, n, r) == 0 ? BENCH_OK : BENCH_VERIFY_FAILED;
     wl->teardown(c.state);
-    bench_lock_close(&lock);
+    locks_close(locks, nlocks);
+    free(server_order);
     free(c.ops);
     free(c.finished);
+    free(c.waits);
     free(tid);
     free(args);
 }
 
-void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
-               const bench_cfg_t *cfg, bench_result_t *out)
+/* An empty result: nothing measured, every optional figure "not available". */
+static void result_init(bench_result_t *r, int threads)
 {
-    memset(out, 0, sizeof *out);
-    out->threads = cfg->threads;
-    out->energy_j = -1;
+    memset(r, 0, sizeof *r);
+    r->threads = threads;
+    r->energy_j = -1;
+    r->wait_max_ns = r->wait_p999_ns = -1;
     for (int i = 0; i < BENCH_EXTRAS; i++)
-        out->extra[i] = -1;
+        r->extra[i] = -1;
+}
+
+/* --- hogs: CPU-bound processes beside the measurement --------------------------- */
+
+/* In a child forked by `parent`: be killed when the parent dies, so that
+ * nothing outlives the bench. */
+static void die_with_parent(pid_t parent)
+{
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* the parent died before prctl: no signal comes */
+        _exit(0);
+}
+
+/* A hog: a plain spin loop at normal priority, on any CPU.  It dies with
+ * the process that forked it, which also kills it by PID after every run. */
+static _Noreturn void hog_main(pid_t parent)
+{
+    die_with_parent(parent);
+    volatile uint64_t spin = 0;
+    for (;;)
+        spin = spin + 1;
+}
+
+static void hogs_stop(const pid_t *pids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        kill(pids[i], SIGKILL);
+        while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* Fork n hogs (at most BENCH_HOGS_MAX) into pids; returns how many run,
+ * or -1 (none left running) with errno set. */
+static int hogs_start(int n, pid_t *pids)
+{
+    const pid_t self = getpid();
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            hog_main(self);
+        if (pid < 0) {
+            int e = errno;
+            hogs_stop(pids, i);
+            errno = e;
+            return -1;
+        }
+        pids[i] = pid;
+    }
+    return n;
+}
+
+/* Read the child's result from fd until the deadline; returns the bytes read. */
+static size_t read_result(int fd, bench_result_t *out, double deadline)
+{
+    size_t got = 0;
+    char *buf = (char *)out;
+    while (got < sizeof *out) {
+        double left = deadline - bench_now();
+        if (left <= 0)
+            break;
+        struct pollfd p = {fd, POLLIN, 0};
+        int rc = poll(&p, 1, (int)(left * 1000) + 1);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            break;
+        ssize_t k = read(fd, buf + got, sizeof *out - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+/* The measured child: fork, run, and collect it (killed at the deadline). */
+static void run_child(const bench_workload_t *wl, const void *params, const char *spec,
+                      const bench_cfg_t *cfg, bench_result_t *out)
+{
     int fd[2];
     if (pipe(fd) != 0) {
         out->status = BENCH_ERROR;
         snprintf(out->message, sizeof out->message, "pipe: %s", strerror(errno));
         return;
     }
-    fflush(stdout);
-    fflush(stderr);
+    const pid_t self = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         out->status = BENCH_ERROR;
@@ -533,47 +739,24 @@ void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
         return;
     }
     if (pid == 0) {
+        die_with_parent(self);
         close(fd[0]);
         bench_result_t r;
-        memset(&r, 0, sizeof r);
-        r.energy_j = -1;
-        for (int i = 0; i < BENCH_EXTRAS; i++)
-            r.extra[i] = -1;
-        r.threads = cfg->threads;
+        result_init(&r, cfg->threads);
         child_run(wl, params, spec, cfg, &r);
         ssize_t w = write(fd[1], &r, sizeof r);
         _exit(w == (ssize_t)sizeof r ? 0 : 1);
     }
     close(fd[1]);
-    size_t got = 0;
-    double deadline = bench_now() + cfg->deadline_s;
-    char *buf = (char *)out;
-    while (got < sizeof *out) {
-        double left = deadline - bench_now();
-        if (left <= 0)
-            break;
-        struct pollfd p = {fd[0], POLLIN, 0};
-        int rc = poll(&p, 1, (int)(left * 1000) + 1);
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc <= 0)
-            break;
-        ssize_t k = read(fd[0], buf + got, sizeof *out - got);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
+    const double deadline = bench_now() + cfg->deadline_s;
+    size_t got = read_result(fd[0], out, deadline);
     close(fd[0]);
     int wstatus = 0;
     if (got < sizeof *out) {
         kill(pid, SIGKILL);
         waitpid(pid, &wstatus, 0);
         bool timed_out = bench_now() >= deadline;
-        memset(out, 0, sizeof *out);
-        out->threads = cfg->threads;
-        out->energy_j = -1;
-        for (int i = 0; i < BENCH_EXTRAS; i++)
-            out->extra[i] = -1;
+        result_init(out, cfg->threads);
         out->status = timed_out ? BENCH_TIMEOUT : BENCH_CRASHED;
         if (timed_out)
             snprintf(out->message, sizeof out->message,
@@ -584,4 +767,23 @@ void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
         return;
     }
     waitpid(pid, &wstatus, 0);
+}
+
+void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
+               const bench_cfg_t *cfg, bench_result_t *out)
+{
+    result_init(out, cfg->threads);
+    fflush(stdout);
+    fflush(stderr);
+    /* The hogs first: forked before the pipe, they hold none of its ends,
+     * so a child that dies is seen at once. */
+    pid_t hogs[BENCH_HOGS_MAX];
+    const int nhogs = hogs_start(cfg->hogs < BENCH_HOGS_MAX ? cfg->hogs : BENCH_HOGS_MAX, hogs);
+    if (nhogs < 0) {
+        out->status = BENCH_ERROR;
+        snprintf(out->message, sizeof out->message, "fork (hog): %s", strerror(errno));
+        return;
+    }
+    run_child(wl, params, spec, cfg, out);
+    hogs_stop(hogs, nhogs);
 }

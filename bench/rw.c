@@ -33,6 +33,7 @@
 #include "bench.h"
 #include "report.h"
 #include "topo.h"
+#include "workloads.h"
 
 #include <baton/atomic.h>
 
@@ -110,12 +111,6 @@ static void rw_read_op(void *p)
 }
 
 /* --- the workload ------------------------------------------------------------------ */
-
-struct rw_params {
-    int reads_pct;
-    int local_work;
-    bool inject_fault;
-};
 
 enum { PATH_DIRECT, PATH_LOCK, PATH_RLOCK, PATH_EXECUTE, PATH_DELEGATE };
 
@@ -293,7 +288,7 @@ static int rw_verify(void *state, const uint64_t *ops, int threads, bench_result
     return 0;
 }
 
-static const bench_workload_t rw_workload = {
+const bench_workload_t rw_workload = {
     .name = "rw",
     .setup = rw_setup,
     .thread_main = rw_thread_main,
@@ -329,7 +324,8 @@ static void usage(FILE *f)
             "  --repeat R           runs per cell; the median is reported (default 3)\n"
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          write every result as JSON\n"
-            "  --inject-fault       thread 0 writes without the lock (tests that verification fails)\n",
+            "  --inject-fault       thread 0 writes without the lock (tests that verification fails)\n"
+            BENCH_WAIT_USAGE,
             rw_default_locks);
 }
 

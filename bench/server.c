@@ -30,6 +30,7 @@
 #include "bench.h"
 #include "report.h"
 #include "topo.h"
+#include "workloads.h"
 
 #include <baton/atomic.h>
 
@@ -47,7 +48,6 @@
 #define NODES_PER_THREAD 64
 #define LATENCY_EVERY 8 /* time one critical section in 8 */
 
-enum { WL_COUNTER, WL_STACK, WL_IMBALANCED, WL_COUNT };
 static const char *const wl_names[WL_COUNT] = {"counter", "stack", "imbalanced"};
 
 /* extra[]: the ops-per-session slot stays the runner's; then ours. */
@@ -59,12 +59,6 @@ enum {
     EX_END = EX_RECV + BATON_ROLES
 };
 _Static_assert(EX_END <= BENCH_EXTRAS, "the runner carries every figure");
-
-struct srv_params {
-    int workload;
-    uint32_t interval_units; /* thread-local work between sections, client 1 */
-    bool inject_fault;
-};
 
 struct srv_shared {
     _Alignas(BENCH_LINE) _Atomic uint64_t counter;
@@ -311,7 +305,7 @@ static void srv_teardown(void *state)
     free(s);
 }
 
-static const bench_workload_t srv_workload = {
+const bench_workload_t srv_workload = {
     .name = "server",
     .setup = srv_setup,
     .thread_main = srv_thread_main,
@@ -423,7 +417,8 @@ static void usage(FILE *f)
             "  --repeat R           runs per cell; the median is reported (default 3)\n"
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          write every result as JSON\n"
-            "  --inject-fault       thread 0 skips the lock for some sections (verification must fail)\n",
+            "  --inject-fault       thread 0 skips the lock for some sections (verification must fail)\n"
+            BENCH_WAIT_USAGE,
             srv_default_locks);
 }
 
@@ -471,7 +466,7 @@ int cmd_bench_server(int argc, char **argv)
     bench_opts_t o = {.pin = "compact", .threads = {2, 4, 8, 16}, .nthreads = 4, .duration = 0.3,
                       .repeat = 3};
     struct srv_opts so = {.W = {WL_COUNTER, WL_STACK, WL_IMBALANCED}, .nW = WL_COUNT,
-                          .I = {100, 1000, 10000, 100000}, .nI = 4, .cycles = true};
+                          .I = {SRV_INTERVAL_CYCLES_MIN, 1000, 10000, 100000}, .nI = 4, .cycles = true};
     static const struct option opts[] = {
         BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"workloads", required_argument, 0, 'w'},
         {"interval-ns", required_argument, 0, 'n'}, {"interval-cycles", required_argument, 0, 'c'},

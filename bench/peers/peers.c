@@ -61,6 +61,10 @@ static const bench_peer_t table[] = {
      bench_peer_pthread_rw_create, bench_peer_pthread_rw_destroy,
      bench_peer_pthread_rw_lock, bench_peer_pthread_rw_unlock,
      bench_peer_pthread_rw_rlock, bench_peer_pthread_rw_runlock},
+    {"peer:pthread_rwlock_rp", "glibc pthread_rwlock_t, default attributes (PREFER_READER_NP): RW, sleeps (futex)",
+     bench_peer_pthread_rw_rp_create, bench_peer_pthread_rw_destroy,
+     bench_peer_pthread_rw_lock, bench_peer_pthread_rw_unlock,
+     bench_peer_pthread_rw_rlock, bench_peer_pthread_rw_runlock},
 #endif
 #if BATON_PEER_GOMP
     {"peer:gomp", "GNU OpenMP omp_lock_t: spins (GOMP_SPINCOUNT), then sleeps (futex)",

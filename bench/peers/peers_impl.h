@@ -82,6 +82,7 @@ void bench_peer_std_mutex_unlock(void *lock);
 
 /* pthread_rw.c */
 void *bench_peer_pthread_rw_create(void);
+void *bench_peer_pthread_rw_rp_create(void); /* glibc's default: prefers readers */
 void bench_peer_pthread_rw_destroy(void *lock);
 void bench_peer_pthread_rw_lock(void *lock);
 void bench_peer_pthread_rw_unlock(void *lock);

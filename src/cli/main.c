@@ -16,6 +16,7 @@ int cmd_bench_elide(int argc, char **argv);     /* bench/elide.c */
 int cmd_bench_barrier(int argc, char **argv);   /* bench/barrier.c */
 int cmd_bench_wake(int argc, char **argv);      /* bench/wake.c */
 int cmd_bench_server(int argc, char **argv);    /* bench/server.c */
+int cmd_bench_matrix(int argc, char **argv);    /* bench/matrix.c */
 int cmd_bench_apps(int argc, char **argv);      /* run.c */
 int cmd_run(int argc, char **argv);             /* run.c */
 int cmd_profile(int argc, char **argv);         /* profile.c */
@@ -37,6 +38,7 @@ static void usage(FILE *f)
             "  bench barrier           barrier episodes (EPCC): N threads do W of work and meet, vs peers\n"
             "  bench wake              each wait policy's wake-up latency and CPU burnt, vs spin and park\n"
             "  bench server            lock servers (basic, chain, hier, hier+chain): throughput, latency, messages\n"
+            "  bench matrix            the default lock against the locks people use, cell by cell: does it ever lose?\n"
             "  bench apps              real applications (memcached, Kyoto Cabinet, OpenMP) stock vs baton\n"
             "  run                     run a program with baton locks in place of pthread's (LD_PRELOAD)\n"
             "  profile                 run a program and print the contention of each of its locks\n"
@@ -126,9 +128,11 @@ int main(int argc, char **argv)
             return cmd_bench_wake(argc - 2, argv + 2);
         if (argc >= 3 && !strcmp(argv[2], "server"))
             return cmd_bench_server(argc - 2, argv + 2);
+        if (argc >= 3 && !strcmp(argv[2], "matrix"))
+            return cmd_bench_matrix(argc - 2, argv + 2);
         if (argc >= 3 && !strcmp(argv[2], "apps"))
             return cmd_bench_apps(argc - 2, argv + 2);
-        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended, elide, barrier, wake, server, apps\n",
+        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended, elide, barrier, wake, server, matrix, apps\n",
                 argc >= 3 ? argv[2] : "");
         return 2;
     }

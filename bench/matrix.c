@@ -1,0 +1,610 @@
+/* matrix.c - `baton bench matrix`: does the default lock ever lose?
+ *
+ * The default mutex ("default", what baton_lock_new("default") opens) runs
+ * against the reference set, the locks a program would use instead: every
+ * mutex peer of this build and glibc's mutex (pthread).  In the rw cells
+ * the default readers-writer lock (BENCH_DEFAULT_RW_SPEC) runs against the
+ * readers-writer peers, glibc's default (reader-preferring) rwlock among
+ * them.  --also names baton kinds that run beside them, for information
+ * only: they are never the reference.
+ *
+ * The cells are those of the other benches, through their own workloads
+ * (workloads.h): micro over threads, shared lines, local work, lock count
+ * and CPU hogs; pq; the elide bench's cache at 90% gets; bench server's
+ * counter and imbalanced counter at its shortest interval; rw.  In each
+ * cell every candidate runs once per round, in an order rotated each round
+ * (bench_cell_run), and its median run counts.  A candidate that collapses
+ * is cut off at the runner's deadline: a loss for it (it is no reference),
+ * never for the default.
+ *
+ * Per cell one line: the default's throughput, the fastest reference lock
+ * and its throughput, their ratio, the default's fairness and largest
+ * acquisition wait (sampled 1 in 8), CPU-seconds per million operations of
+ * both, and the best --also kind.  A summary counts the cells won
+ * (ratio >= 1), within 5% and lost, and names the worst.  The exit status
+ * is 1 when a run fails verification or crashes, never for a lost cell.
+ */
+#include "bench.h"
+#include "report.h"
+#include "topo.h"
+#include "workloads.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MX_DIM 8          /* values of one dimension */
+#define MX_RUN_OVERHEAD_S 0.05 /* fork, setup and thread start of one run: the estimate's guess */
+
+/* Which cells a matrix has. */
+struct mx_plan {
+    const char *name;
+    /* micro: threads, shared lines, local work, lock count, hogs */
+    int T[MX_DIM], nT, S[MX_DIM], nS, L[MX_DIM], nL, C[MX_DIM], nC, H[MX_DIM], nH;
+    int pqT[MX_DIM], npqT;       /* pq, L=0 */
+    int elT[MX_DIM], nelT;       /* elide's cache, 90% gets, no stats counter */
+    int srvT[MX_DIM], nsrvT;     /* server counter and imbalanced, shortest interval */
+    int rwT[MX_DIM], nrwT, rwR[MX_DIM], nrwR; /* rw, L=0 */
+    int repeat;
+    double duration_s;
+    double time_box_min; /* 0: none */
+};
+
+static const struct mx_plan plan_full = {
+    "full",
+    {1, 2, 4, 8, 16}, 5, {1, 10}, 2, {0, 100, 1000}, 3, {1, 64, 4096}, 3, {0, 1}, 2,
+    {8, 16}, 2, {8, 16}, 2, {2, 4}, 2, {2, 8}, 2, {50, 80}, 2,
+    3, 0.3, 60};
+
+static const struct mx_plan plan_quick = {
+    "quick",
+    {2, 16}, 2, {10}, 1, {0, 100}, 2, {1, 64}, 2, {0, 1}, 2,
+    {8, 16}, 2, {8, 16}, 2, {2, 4}, 2, {2, 8}, 2, {50, 80}, 2,
+    1, 0.3, 5};
+
+static const struct mx_plan plan_smoke = {
+    "smoke",
+    {2}, 1, {1}, 1, {0}, 1, {1, 64}, 2, {0, 1}, 2,
+    {2}, 1, {2}, 1, {2}, 1, {2}, 1, {50}, 1,
+    1, 0.05, 0};
+
+#define MX_PARAMS 5
+
+/* One cell: a workload, its parameters, and what it is called. */
+struct mx_cell {
+    const char *bench;
+    const bench_workload_t *wl;
+    const void *params; /* one of the members below */
+    bool rw;            /* the readers-writer candidates */
+    int threads, hogs;
+    char label[80];
+    const char *json_workload; /* server: the workload's name; else NULL */
+    int nparams;
+    const char *pname[MX_PARAMS];
+    long pval[MX_PARAMS];
+    union {
+        struct micro_params micro;
+        struct pq_params pq;
+        struct rw_params rw;
+        struct elide_params elide;
+        struct srv_params srv;
+    } p;
+};
+
+/* What a cell gave. */
+struct mx_out {
+    bool ran;
+    bench_record_t def, ref, also; /* ref, also: the fastest that ran */
+    bool has_ref, has_also;
+    double ratio;      /* default / fastest reference; INFINITY: no reference ran to the
+                        * end; 0: the default did not */
+    double also_ratio; /* fastest --also kind / fastest reference */
+};
+
+/* The candidates of one family of cells: specs[0] is the default,
+ * [1, nbase) the reference set, [nbase, n) the --also kinds. */
+struct mx_cands {
+    char (*specs)[BENCH_SPEC_MAX];
+    int n, nbase;
+};
+
+static void set_params(struct mx_cell *c, int n, const char *const *names, const long *values)
+{
+    c->nparams = n;
+    for (int i = 0; i < n; i++) {
+        c->pname[i] = names[i];
+        c->pval[i] = values[i];
+    }
+}
+
+/* The plan's cells, in order: micro, pq, elide, server, rw.  Returns the
+ * count (cells has room for mx_count()). */
+static int mx_cells(const struct mx_plan *pl, bool fault, uint32_t srv_units, struct mx_cell *cells)
+{
+    int n = 0;
+    for (int is = 0; is < pl->nS; is++)
+        for (int il = 0; il < pl->nL; il++)
+            for (int ic = 0; ic < pl->nC; ic++)
+                for (int ih = 0; ih < pl->nH; ih++)
+                    for (int it = 0; it < pl->nT; it++) {
+                        struct mx_cell *c = &cells[n++];
+                        *c = (struct mx_cell){.bench = "micro", .wl = &micro_workload,
+                                              .threads = pl->T[it], .hogs = pl->H[ih]};
+                        c->p.micro = (struct micro_params){pl->S[is], 0, pl->L[il], fault, VIA_AUTO,
+                                                           pl->C[ic]};
+                        c->params = &c->p.micro;
+                        snprintf(c->label, sizeof c->label, "micro N=%d S=%d L=%d locks=%d hog=%d",
+                                 pl->T[it], pl->S[is], pl->L[il], pl->C[ic], pl->H[ih]);
+                        static const char *const names[] = {"shared_lines", "local_work",
+                                                            "lock_count", "hogs"};
+                        set_params(c, 4, names,
+                                   (const long[]){pl->S[is], pl->L[il], pl->C[ic], pl->H[ih]});
+                    }
+    for (int it = 0; it < pl->npqT; it++) {
+        struct mx_cell *c = &cells[n++];
+        *c = (struct mx_cell){.bench = "pq", .wl = &pq_workload, .threads = pl->pqT[it]};
+        c->p.pq = (struct pq_params){0, PQ_PREFILL, false, fault};
+        c->params = &c->p.pq;
+        snprintf(c->label, sizeof c->label, "pq N=%d L=0", pl->pqT[it]);
+        static const char *const names[] = {"local_work", "prefill"};
+        set_params(c, 2, names, (const long[]){0, PQ_PREFILL});
+    }
+    for (int it = 0; it < pl->nelT; it++) {
+        struct mx_cell *c = &cells[n++];
+        *c = (struct mx_cell){.bench = "elide", .wl = &elide_workload, .threads = pl->elT[it]};
+        c->p.elide = (struct elide_params){90, STATS_OFF, ELIDE_BUCKETS, ELIDE_KEYS, ELIDE_ITEMS,
+                                           fault, NULL};
+        c->params = &c->p.elide;
+        snprintf(c->label, sizeof c->label, "elide cache N=%d get=90%%", pl->elT[it]);
+        static const char *const names[] = {"mix_get"};
+        set_params(c, 1, names, (const long[]){90});
+    }
+    static const int srv_wl[] = {WL_COUNTER, WL_IMBALANCED};
+    static const char *const srv_names[] = {"counter", "imbalanced"};
+    for (int w = 0; w < 2; w++)
+        for (int it = 0; it < pl->nsrvT; it++) {
+            struct mx_cell *c = &cells[n++];
+            *c = (struct mx_cell){.bench = "server", .wl = &srv_workload, .threads = pl->srvT[it],
+                                  .json_workload = srv_names[w]};
+            c->p.srv = (struct srv_params){srv_wl[w], srv_units, fault};
+            c->params = &c->p.srv;
+            snprintf(c->label, sizeof c->label, "server %s N=%d I=%dcyc", srv_names[w],
+                     pl->srvT[it], SRV_INTERVAL_CYCLES_MIN);
+            static const char *const names[] = {"interval_cycles"};
+            set_params(c, 1, names, (const long[]){SRV_INTERVAL_CYCLES_MIN});
+        }
+    for (int ir = 0; ir < pl->nrwR; ir++)
+        for (int it = 0; it < pl->nrwT; it++) {
+            struct mx_cell *c = &cells[n++];
+            *c = (struct mx_cell){.bench = "rw", .wl = &rw_workload, .threads = pl->rwT[it],
+                                  .rw = true};
+            c->p.rw = (struct rw_params){pl->rwR[ir], 0, fault};
+            c->params = &c->p.rw;
+            snprintf(c->label, sizeof c->label, "rw N=%d reads=%d%% L=0", pl->rwT[it], pl->rwR[ir]);
+            static const char *const names[] = {"reads_pct", "local_work"};
+            set_params(c, 2, names, (const long[]){pl->rwR[ir], 0});
+        }
+    return n;
+}
+
+static int mx_count(const struct mx_plan *pl)
+{
+    return pl->nS * pl->nL * pl->nC * pl->nH * pl->nT + pl->npqT + pl->nelT + 2 * pl->nsrvT +
+           pl->nrwR * pl->nrwT;
+}
+
+/* Expand and open `list` into c (the first `nbase` expanded specs are the
+ * default and its references).  0, or -1 after saying why. */
+static int mx_candidates(const char *base, const char *also, struct mx_cands *c)
+{
+    char list[1024], err[1024];
+    c->specs = calloc(BENCH_MAX_LOCKS, sizeof *c->specs);
+    if (!c->specs) {
+        fprintf(stderr, "baton bench matrix: out of memory\n");
+        return -1;
+    }
+    c->nbase = bench_expand_locks(base, c->specs, BENCH_MAX_LOCKS, err, sizeof err);
+    snprintf(list, sizeof list, "%s%s%s", base, also[0] ? "," : "", also);
+    c->n = c->nbase < 0 ? -1 : bench_expand_locks(list, c->specs, BENCH_MAX_LOCKS, err, sizeof err);
+    if (c->n >= 0 && bench_check_specs(NULL, c->specs, c->n, false, NULL, 0, err, sizeof err) < 0)
+        c->n = -1;
+    if (c->n < 0) {
+        fprintf(stderr, "baton bench matrix: %s\n", err);
+        free(c->specs);
+        return -1;
+    }
+    return 0;
+}
+
+static void print_list(const char *what, const struct mx_cands *c, int from, int to)
+{
+    printf("  %s:", what);
+    for (int k = from; k < to; k++)
+        printf("%s %s", k > from ? "," : "", c->specs[k]);
+    printf("%s\n", from >= to ? " none" : "");
+}
+
+/* The fastest record of recs[from, to) that ran to the end, or NULL. */
+static const bench_record_t *fastest(const bench_record_t *recs, int from, int to)
+{
+    const bench_record_t *best = NULL;
+    for (int k = from; k < to; k++)
+        if (recs[k].median.status == BENCH_OK && (!best || record_rate(&recs[k]) > record_rate(best)))
+            best = &recs[k];
+    return best;
+}
+
+static double cpu_per_mop(const bench_record_t *r)
+{
+    return r->median.ops ? r->median.cpu_s / ((double)r->median.ops / 1e6) : 0.0;
+}
+
+/* Fill o from the cell's records (recs[k] ran cands->specs[k]). */
+static void mx_judge(const bench_record_t *recs, const struct mx_cands *cands, struct mx_out *o)
+{
+    o->ran = true;
+    o->def = recs[0];
+    const bench_record_t *ref = fastest(recs, 1, cands->nbase);
+    const bench_record_t *also = fastest(recs, cands->nbase, cands->n);
+    const double def = o->def.median.status == BENCH_OK ? record_rate(&o->def) : 0.0;
+    o->has_ref = ref != NULL;
+    o->has_also = also != NULL;
+    if (ref)
+        o->ref = *ref;
+    if (also)
+        o->also = *also;
+    /* A default that did not run to the end loses, whatever the others did. */
+    o->ratio = o->def.median.status != BENCH_OK             ? 0.0
+               : ref && record_rate(ref) > 0 ? def / record_rate(ref)
+                                             : INFINITY;
+    o->also_ratio = also && ref && record_rate(ref) > 0 ? record_rate(also) / record_rate(ref) : -1;
+}
+
+static void mx_header(void)
+{
+    printf("\n%-38s %8s  %-22s %8s %6s %5s %9s %19s  %s\n", "cell", "default", "fastest reference",
+           "Mops/s", "ratio", "fair", "max wait", "CPU-s/Mop", "best --also, ratio");
+    /* "µs" is two bytes for one column. */
+    printf("%-38s %8s  %-22s %8s %6s %5s %10s %19s\n", "", "Mops/s", "", "", "", "", "µs",
+           "default / ref");
+}
+
+static void mx_line(const struct mx_cell *c, const struct mx_out *o, const bench_record_t *recs,
+                    const struct mx_cands *cands)
+{
+    char ref[64] = "-", refrate[32] = "-", ratio[32] = "inf", wait[32], cpu[48], also[96] = "-";
+    report_wait_us(wait, sizeof wait, o->def.median.wait_max_ns);
+    if (isfinite(o->ratio))
+        snprintf(ratio, sizeof ratio, "%.2f", o->ratio);
+    if (o->has_ref) {
+        snprintf(ref, sizeof ref, "%s", o->ref.lock);
+        snprintf(refrate, sizeof refrate, "%.2f", record_rate(&o->ref) / 1e6);
+        snprintf(cpu, sizeof cpu, "%.3g / %.3g", cpu_per_mop(&o->def), cpu_per_mop(&o->ref));
+    } else {
+        snprintf(cpu, sizeof cpu, "%.3g / -", cpu_per_mop(&o->def));
+    }
+    if (o->has_also)
+        snprintf(also, sizeof also, "%s %.2f", o->also.lock, o->also_ratio);
+    printf("%-38s %8.2f  %-22s %8s %6s %5.2f %9s %19s  %s\n", c->label,
+           record_rate(&o->def) / 1e6, ref, refrate, ratio, record_fairness(&o->def), wait, cpu, also);
+    /* What did not run to the end, and why. */
+    char cut[512] = "";
+    for (int k = 0; k < cands->n; k++) {
+        const bench_result_t *m = &recs[k].median;
+        if (m->status == BENCH_TIMEOUT) {
+            size_t used = strlen(cut);
+            snprintf(cut + used, sizeof cut - used, "%s%s", used ? ", " : "", recs[k].lock);
+        } else if (m->status != BENCH_OK) {
+            printf("    %s %s: %s\n", recs[k].lock, report_status(&recs[k]), m->message);
+        }
+    }
+    if (cut[0])
+        printf("    cut off at the deadline (a loss for %s): %s\n",
+               recs[0].median.status == BENCH_TIMEOUT ? "each, the default too" : "each", cut);
+}
+
+/* --- JSON ---------------------------------------------------------------------- */
+
+struct mx_json {
+    const struct mx_cell *cells;
+    const struct mx_out *outs;
+    const int *done; /* indices of the cells that ran */
+};
+
+static void json_lock(FILE *f, const char *key, const bench_record_t *r, bool have)
+{
+    fprintf(f, ", \"%s\": ", key);
+    if (!have) {
+        fprintf(f, "null");
+        return;
+    }
+    fprintf(f, "{\"lock\": ");
+    report_json_string(f, r->lock);
+    fprintf(f, ", \"status\": ");
+    report_json_string(f, report_status(r));
+    fprintf(f, ", ");
+    report_json_figures(f, r);
+    fprintf(f, "}");
+}
+
+static void json_cell(FILE *f, int i, const void *ctx)
+{
+    const struct mx_json *j = ctx;
+    const struct mx_cell *c = &j->cells[j->done[i]];
+    const struct mx_out *o = &j->outs[j->done[i]];
+    fprintf(f, "\"bench\": \"%s\", \"cell\": ", c->bench);
+    report_json_string(f, c->label);
+    if (c->json_workload)
+        fprintf(f, ", \"workload\": \"%s\"", c->json_workload);
+    fprintf(f, ", \"threads\": %d", c->threads);
+    for (int p = 0; p < c->nparams; p++)
+        fprintf(f, ", \"%s\": %ld", c->pname[p], c->pval[p]);
+    json_lock(f, "default", &o->def, true);
+    json_lock(f, "fastest_reference", &o->ref, o->has_ref);
+    if (isfinite(o->ratio))
+        fprintf(f, ", \"ratio\": %.4f", o->ratio);
+    else
+        fprintf(f, ", \"ratio\": null");
+    json_lock(f, "best_also", &o->also, o->has_also);
+    if (o->also_ratio >= 0)
+        fprintf(f, ", \"also_ratio\": %.4f", o->also_ratio);
+}
+
+/* --- the command ------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: baton bench matrix [options]\n"
+            "  Does the default lock ever lose?  The default mutex (spec \"default\") runs against\n"
+            "  the reference set: every mutex peer of this build and glibc's mutex (pthread); in the\n"
+            "  rw cells the default readers-writer lock (%s) runs against the readers-writer\n"
+            "  peers, glibc's default rwlock (peer:pthread_rwlock_rp) among them.  Cells:\n"
+            "    micro   threads 1,2,4,8,16 x shared lines 1,10 x local work 0,100,1000\n"
+            "            x lock count 1,64,4096 x CPU hogs 0,1\n"
+            "    pq      8 and 16 threads, L=0\n"
+            "    elide   the cache, 90%% gets, no stats counter, 8 and 16 threads\n"
+            "    server  counter and imbalanced counter, %d-cycle interval, 2 and 4 threads\n"
+            "    rw      50%% and 80%% reads, 2 and 8 threads, L=0\n"
+            "  In each cell every candidate runs once per round, in rotating order; the median of\n"
+            "  the rounds counts.  A lock that collapses is cut off at the deadline: a loss for it.\n"
+            "  One line per cell: the default's Mops/s, the fastest reference lock and its Mops/s,\n"
+            "  the ratio default/fastest, the default's fairness (min/max operations per thread)\n"
+            "  and largest acquisition wait (sampled 1 in 8 per thread), CPU-s per Mop of both,\n"
+            "  and the best --also kind with its ratio to the fastest reference.  The summary\n"
+            "  counts the cells won (ratio >= 1), within 5%% (>= 0.95) and lost.  Exit status 1\n"
+            "  when a run fails verification or crashes; a lost cell is not a failure.\n"
+            "  --quick              threads 2,16, S=10, L 0,100, lock count 1,64, hogs 0,1, and\n"
+            "                       the pq, elide, server and rw cells; one round (at most 5 min)\n"
+            "  --smoke              a tiny matrix (2 threads, S=1, L=0, lock count 1,64, hogs 0,1,\n"
+            "                       one cell of each other bench; 0.05 s runs): for tests\n"
+            "  --also LIST          baton kinds run beside them, for information (default\n"
+            "                       ttas,mcs:spinpark; '' for none)\n"
+            "  --duration SEC       length of one run (default 0.3; --smoke 0.05)\n"
+            "  --repeat R           rounds per cell; the median counts (default 3; --quick and\n"
+            "                       --smoke 1)\n"
+            "  --time-box MIN       stop in time: fewer rounds, then fewer cells, said where it\n"
+            "                       happens (default 60; --quick 5; --smoke none; 0: none)\n"
+            "  --pin POLICY         compact|spread|none (default compact)\n"
+            "  --json FILE          one record per cell: its parameters, the default's and the\n"
+            "                       fastest reference's figures, the ratio\n"
+            "  --inject-fault       thread 0 skips the lock (verification must fail)\n",
+            BENCH_DEFAULT_RW_SPEC, SRV_INTERVAL_CYCLES_MIN);
+}
+
+struct mx_opts {
+    const char *also;
+    const struct mx_plan *plan;
+    double time_box_min; /* < 0: the plan's */
+};
+
+static int mx_option(int c, const char *arg, void *ctx)
+{
+    struct mx_opts *mo = ctx;
+    switch (c) {
+    case 'a': mo->also = arg; return 0;
+    case 'q': mo->plan = &plan_quick; return 0;
+    case 's': mo->plan = &plan_smoke; return 0;
+    case 'T': mo->time_box_min = atof(arg); return !(mo->time_box_min >= 0 && mo->time_box_min <= 10000);
+    default: return 1;
+    }
+}
+
+/* Where the time box stands before the cell `next` of n. */
+struct mx_clock {
+    double t0, box_s;  /* box_s 0: none */
+    long runs;         /* runs made, and */
+    double run_s;      /* the seconds they took */
+    double guess_s;    /* one run's seconds before any was made */
+};
+
+static double mx_run_s(const struct mx_clock *k)
+{
+    return k->runs ? k->run_s / (double)k->runs : k->guess_s;
+}
+
+static int cell_runs(const struct mx_cell *c, const struct mx_cands *mu, const struct mx_cands *rw)
+{
+    return c->rw ? rw->n : mu->n;
+}
+
+int cmd_bench_matrix(int argc, char **argv);
+
+int cmd_bench_matrix(int argc, char **argv)
+{
+    bench_opts_t o = {.pin = "compact"}; /* duration, repeat 0: the plan's */
+    struct mx_opts mo = {.also = "ttas,mcs:spinpark", .plan = &plan_full, .time_box_min = -1};
+    static const struct option opts[] = {
+        {"also", required_argument, 0, 'a'}, {"quick", no_argument, 0, 'q'},
+        {"smoke", no_argument, 0, 's'}, {"time-box", required_argument, 0, 'T'},
+        BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
+        BENCH_OPT_END};
+    const int prc = bench_getopt("matrix", argc, argv, opts, &o, mx_option, &mo, usage);
+    if (prc >= 0)
+        return prc;
+    const struct mx_plan *pl = mo.plan;
+    const double duration = o.duration > 0 ? o.duration : pl->duration_s;
+    int repeat = o.repeat > 0 ? o.repeat : pl->repeat;
+    const double box_min = mo.time_box_min >= 0 ? mo.time_box_min : pl->time_box_min;
+
+    struct mx_cands mu, rw;
+    if (mx_candidates("default,peers,pthread", mo.also, &mu) != 0)
+        return 2;
+    if (mx_candidates(BENCH_DEFAULT_RW_SPEC ",rwpeers", mo.also, &rw) != 0) {
+        free(mu.specs);
+        return 2;
+    }
+    /* bench_cmd_setup opens the mutex candidates again (already canonical)
+     * and describes the machine. */
+    char mu_list[BENCH_MAX_LOCKS * BENCH_SPEC_MAX / 4];
+    mu_list[0] = '\0';
+    for (int k = 0; k < mu.n; k++) {
+        size_t used = strlen(mu_list);
+        snprintf(mu_list + used, sizeof mu_list - used, "%s%s", k ? "," : "", mu.specs[k]);
+    }
+    char header[96];
+    snprintf(header, sizeof header, " (micro; others in their lines); plan %s", pl->name);
+    const bench_cmd_t cmd = {.name = "matrix", .locks = mu_list, .threads = pl->T,
+                             .nthreads = pl->nT, .duration_s = duration, .repeat = repeat,
+                             .pin = o.pin, .header_params = header};
+    bench_setup_t b;
+    int rc = bench_cmd_setup(&cmd, &b);
+    if (rc != 0) {
+        free(mu.specs);
+        free(rw.specs);
+        return rc;
+    }
+    print_list("default", &mu, 0, 1);
+    print_list("reference set", &mu, 1, mu.nbase);
+    print_list("rw cells' default", &rw, 0, 1);
+    print_list("rw cells' reference set", &rw, 1, rw.nbase);
+    print_list("--also (for information)", &mu, mu.nbase, mu.n);
+
+    /* bench server's intervals are TSC cycles (1 GHz without a TSC). */
+    const double ghz = b.m.tsc_ghz > 0 ? b.m.tsc_ghz : 1.0;
+    const uint32_t srv_units = (uint32_t)lround(SRV_INTERVAL_CYCLES_MIN / ghz / b.unit_ns);
+    const int ncells = mx_count(pl);
+    struct mx_cell *cells = calloc((size_t)ncells, sizeof *cells);
+    struct mx_out *outs = calloc((size_t)ncells, sizeof *outs);
+    int *done = calloc((size_t)ncells, sizeof *done);
+    const int maxc = mu.n > rw.n ? mu.n : rw.n;
+    bench_record_t *recs = calloc((size_t)maxc, sizeof *recs);
+    bench_result_t *runs = calloc((size_t)maxc * (size_t)repeat, sizeof *runs);
+    if (!cells || !outs || !done || !recs || !runs) {
+        fprintf(stderr, "baton bench matrix: out of memory\n");
+        free(cells), free(outs), free(done), free(recs), free(runs), free(mu.specs), free(rw.specs);
+        bench_cmd_finish(&b, NULL, NULL, NULL, 0, 0);
+        return 2;
+    }
+    mx_cells(pl, o.fault, srv_units, cells);
+
+    long planned = 0;
+    for (int i = 0; i < ncells; i++)
+        planned += (long)cell_runs(&cells[i], &mu, &rw) * repeat;
+    struct mx_clock clk = {.t0 = bench_now(), .box_s = box_min * 60,
+                           .guess_s = duration + MX_RUN_OVERHEAD_S};
+    printf("  %d cells, %ld runs of %.2f s; estimate about %.1f min (more where a lock collapses:\n"
+           "  it is cut off at %.1f s, once per cell)%s",
+           ncells, planned, duration, (double)planned * clk.guess_s / 60, b.base.deadline_s,
+           box_min > 0 ? "" : "\n");
+    if (box_min > 0)
+        printf("; time box %g min\n", box_min);
+    mx_header();
+
+    int failed = 0, ndone = 0;
+    bool shortened = false;
+    for (int i = 0; i < ncells; i++) {
+        const struct mx_cell *c = &cells[i];
+        const struct mx_cands *cands = c->rw ? &rw : &mu;
+        /* The time box: what is left, at the rate runs have gone so far. */
+        if (clk.box_s > 0) {
+            long left = 0;
+            for (int j = i; j < ncells; j++)
+                left += cell_runs(&cells[j], &mu, &rw);
+            const double elapsed = bench_now() - clk.t0;
+            if (repeat > 1 && elapsed + (double)(left * repeat) * mx_run_s(&clk) > clk.box_s) {
+                printf("  time box: from here on 1 round per cell instead of %d (%.1f min projected)\n",
+                       repeat, (elapsed + (double)(left * repeat) * mx_run_s(&clk)) / 60);
+                repeat = 1;
+                shortened = true;
+            }
+            if (elapsed + (double)(cands->n * repeat) * mx_run_s(&clk) > clk.box_s) {
+                printf("  time box: %d of %d cells not run, from '%s' on\n", ncells - i, ncells,
+                       c->label);
+                shortened = true;
+                break;
+            }
+        }
+        bench_cfg_t cfg = b.base;
+        cfg.threads = c->threads;
+        cfg.hogs = c->hogs;
+        const double t = bench_now();
+        bench_cell_run(c->wl, c->params, c->bench, cands->specs, cands->n, &cfg, repeat, runs, recs,
+                       c->label);
+        clk.run_s += bench_now() - t;
+        clk.runs += (long)cands->n * repeat;
+        failed += bench_cell_finish(recs, cands->n, 0);
+        mx_judge(recs, cands, &outs[i]);
+        mx_line(c, &outs[i], recs, cands);
+        fflush(stdout);
+        done[ndone++] = i;
+    }
+
+    /* The summary. */
+    int won = 0, near = 0, lost = 0;
+    int worst = -1;
+    for (int d = 0; d < ndone; d++) {
+        const struct mx_out *out = &outs[done[d]];
+        if (out->ratio >= 1.0)
+            won++;
+        else if (out->ratio >= 0.95)
+            near++;
+        else
+            lost++;
+        if (worst < 0 || out->ratio < outs[worst].ratio)
+            worst = done[d];
+    }
+    const double wall = bench_now() - clk.t0;
+    printf("\nsummary: %d cell%s%s in %.1f min: %d won (ratio >= 1), %d within 5%% (0.95 to 1), "
+           "%d lost (< 0.95)\n",
+           ndone, ndone == 1 ? "" : "s", ndone < ncells ? " (time box: not all)" : "", wall / 60,
+           won, near, lost);
+    if (worst >= 0) {
+        const struct mx_out *w = &outs[worst];
+        if (w->def.median.status != BENCH_OK)
+            printf("worst: %s: the default did not run to the end (%s)\n", cells[worst].label,
+                   report_status(&w->def));
+        else if (w->has_ref)
+            printf("worst: %s, ratio %.2f: default %.2f Mops/s, %s %.2f Mops/s\n", cells[worst].label,
+                   w->ratio, record_rate(&w->def) / 1e6, w->ref.lock, record_rate(&w->ref) / 1e6);
+        else
+            printf("worst: %s: no reference lock ran to the end\n", cells[worst].label);
+    }
+
+    if (o.json) {
+        char extra[512];
+        snprintf(extra, sizeof extra,
+                 "\"plan\": \"%s\", \"duration_s\": %.3f, \"repeat\": %d, \"pin\": \"%s\", "
+                 "\"local_unit_ns\": %.4f, \"wait_sampling\": %d, \"cells\": %d, \"cells_run\": %d, "
+                 "\"time_boxed\": %s, \"wall_s\": %.1f, \"won\": %d, \"within_5pct\": %d, \"lost\": %d",
+                 pl->name, duration, repeat, o.pin, b.unit_ns, BENCH_WAIT_EVERY, ncells, ndone,
+                 shortened ? "true" : "false", wall, won, near, lost);
+        const struct mx_json j = {cells, outs, done};
+        if (report_json_write(o.json, &b.m, extra, ndone, json_cell, &j) != 0) {
+            perror(o.json);
+            failed++;
+        } else {
+            printf("wrote %s\n", o.json);
+        }
+    }
+    rc = bench_cmd_finish(&b, NULL, NULL, NULL, 0, failed);
+    free(cells);
+    free(outs);
+    free(done);
+    free(recs);
+    free(runs);
+    free(mu.specs);
+    free(rw.specs);
+    return rc;
+}
