@@ -1,12 +1,20 @@
-/* rw.c - rw(<kind>): a writer-preference readers-writer lock over any
- * mutex kind.
+/* rw.c - rw(<kind>): a readers-writer lock over any mutex kind, writer-
+ * preferring by default, reader-preferring with `prefer_readers`.
  *
  * Writers take the inner lock, then wait for readers to leave; readers
- * arrive at a reader indicator (indicator.h), look at the inner lock, and
- * if it is held depart and wait until it is free.  A reader that waited
- * `read_patience` pauses raises a write barrier that holds new writers
- * back until it is lowered.  This is the generic construction mrqd is built
- * on, with the inner kind's lock instead of delegation.
+ * arrive at a reader indicator (indicator.h), look at the writer's word,
+ * and if a writer is there depart and wait until it is gone.  A reader that
+ * waited `read_patience` pauses raises a write barrier that holds new
+ * writers back until it is lowered.  This is the generic construction mrqd
+ * is built on, with the inner kind's lock instead of delegation.
+ *
+ * Writer preference: a writer marks its word before it waits for the
+ * readers inside to leave, so readers that arrive meanwhile wait behind it.
+ * Reader preference (glibc's default rwlock, PTHREAD_RWLOCK_PREFER_READER_NP):
+ * a writer that finds readers inside takes its mark back and waits for the
+ * indicator to empty before it marks again, so a reader is admitted
+ * whenever no writer holds the lock, even while writers wait (and writers
+ * can starve, as under glibc).
  */
 #include "indicator.h"
 #include "../core/error.h"
@@ -27,14 +35,23 @@ typedef struct rw_lock {
     _Atomic uintptr_t owner; /* the writer's token (relaxed: compared with one's own) */
     _Alignas(BATON_CACHELINE) _Atomic uint32_t write_barrier;
     uint32_t read_patience;
+    bool prefer_readers;
     ri_t readers;
     baton_wait_t pause; /* how readers and writers pause while waiting */
 } rw_lock_t;
 
 static void wait_readers(rw_lock_t *l)
 {
-    /* seq_cst RMW: the writer's half of the Dekker pattern (indicator.h). */
-    baton_xchg(&l->writer, 1u, memory_order_seq_cst);
+    for (;;) {
+        /* seq_cst RMW: the writer's half of the Dekker pattern (indicator.h). */
+        baton_xchg(&l->writer, 1u, memory_order_seq_cst);
+        if (!l->prefer_readers || !ri_query(&l->readers))
+            break;
+        /* Readers inside: let them, and any that come, in.  Release pairs
+         * with the readers' seq_cst look (an acquire) at the word. */
+        baton_store(&l->writer, 0u, memory_order_release);
+        ri_wait_empty(&l->readers, &l->pause);
+    }
     ri_wait_empty(&l->readers, &l->pause);
 }
 
@@ -90,7 +107,10 @@ static void k_runlock(void *s) { ri_depart(&((rw_lock_t *)s)->readers); }
 
 /* A reader's entry that never waits: arrive, and if a writer holds the lock
  * or is taking it (waiting for readers to leave), depart again.  Refusing
- * while a writer waits keeps writer preference. */
+ * while a writer waits keeps writer preference.  Under reader preference a
+ * waiting writer holds its mark only for the instant it takes to see the
+ * readers inside, so this refuses only a writer that holds the lock, or
+ * one caught in that instant. */
 static int k_tryrlock(void *s)
 {
     rw_lock_t *l = s;
@@ -105,12 +125,14 @@ static int k_tryrlock(void *s)
 
 /* --- registry entry ------------------------------------------------------- */
 
-enum { OPT_READERS, OPT_PATIENCE };
+enum { OPT_READERS, OPT_PATIENCE, OPT_PREFER_READERS };
 
 static const baton_option_desc_t rw_options[] = {
     [OPT_READERS] = {"readers", 0, 4096, 0, "reader-indicator lines (0: one per CPU, at least 4)"},
     [OPT_PATIENCE] = {"read_patience", 1, 1u << 30, 1000,
                       "pauses a reader waits before it holds new writers back"},
+    [OPT_PREFER_READERS] = {"prefer_readers", 0, 1, 0,
+                            "admit readers while writers wait (glibc's default rwlock); 0: writers first"},
 };
 
 static int k_init(void *s, const baton_opts_t *o)
@@ -130,6 +152,7 @@ static int k_init(void *s, const baton_opts_t *o)
     atomic_init(&l->write_barrier, 0u);
     atomic_init(&l->writer, 0u);
     l->read_patience = (uint32_t)o->value[OPT_PATIENCE];
+    l->prefer_readers = o->value[OPT_PREFER_READERS] != 0;
     (void)baton_wait_init(&l->pause, BATON_WAIT_SPINPARK);
     rc = ri_init(&l->readers, (uint32_t)o->value[OPT_READERS]);
     if (rc)
@@ -160,7 +183,7 @@ static int k_destroy(void *s)
 
 const baton_kind_t baton_kind_rw = {
     .name = "rw",
-    .summary = "rw(<kind>): writer-preference readers-writer lock over any kind with lock/unlock",
+    .summary = "rw(<kind>): readers-writer lock over any kind with lock/unlock (writers first; ,prefer_readers: readers first)",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_RW |
             BATON_CAP_OWNER | BATON_CAP_WRAPPER,
     .waits = BATON_WAITS_NONE,
