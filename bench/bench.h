@@ -27,7 +27,7 @@
 
 /* The default readers-writer lock, as `baton bench matrix` measures it
  * against the readers-writer peers ("default" names the default mutex). */
-#define BENCH_DEFAULT_RW_SPEC "rw(default)"
+#define BENCH_DEFAULT_RW_SPEC "rw(default),prefer_readers"
 
 /* --- the locks under test -------------------------------------------------- */
 

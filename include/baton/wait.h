@@ -68,7 +68,9 @@ typedef struct baton_wait {
     uint8_t hw;          /* BATON_MONITOR_* for the monitor policy */
     uint16_t reserved;
     uint32_t budget;     /* spin iterations before parking (spinpark, monitor),
-                            or the largest backoff delay in spin hints (backoff) */
+                            or the largest backoff delay in spin hints (backoff);
+                            0: the machine's calibrated budget, measured at the
+                            first wait that needs it */
 } baton_wait_t;
 
 _Static_assert(sizeof(baton_wait_t) == 8, "baton_wait_t is embedded in every lock");

@@ -11,8 +11,9 @@
  * The wake-up latency after a long idle (the CPU halted) is measured too,
  * for reports: a hypervisor's idle path makes it tens of microseconds.
  *
- * The measurement runs at the first use of a policy that needs it, costs a
- * few milliseconds, and can be skipped with BATON_SPIN_BUDGET_NS=<ns>.
+ * The measurement runs at the first wait that needs a budget (or when
+ * baton_calibration() is called: baton info, the benches), costs a few
+ * milliseconds, and can be skipped with BATON_SPIN_BUDGET_NS=<ns>.
  */
 #include "wait_internal.h"
 
@@ -306,8 +307,35 @@ double baton_wakeup_latency_idle(void)
     return idle_latency_ns;
 }
 
+/* 0: not started; 1: a thread runs it; 2: done. */
+static _Atomic int cal_state;
+
+static void calibrate_once(void)
+{
+    calibrate();
+    /* Release: publishes `cal` to baton_calibration_ready()'s acquire. */
+    atomic_store_explicit(&cal_state, 2, memory_order_release);
+}
+
 const baton_calibration_t *baton_calibration(void)
 {
-    pthread_once(&cal_once, calibrate);
+    pthread_once(&cal_once, calibrate_once);
     return &cal;
+}
+
+const baton_calibration_t *baton_calibration_ready(void)
+{
+    /* Acquire pairs with the release store in calibrate_once(). */
+    return atomic_load_explicit(&cal_state, memory_order_acquire) == 2 ? &cal : NULL;
+}
+
+const baton_calibration_t *baton_calibration_start(void)
+{
+    int expected = 0;
+    /* Relaxed: only elects the thread that calibrates; the result is
+     * published through pthread_once and cal_state's release. */
+    if (!atomic_compare_exchange_strong_explicit(&cal_state, &expected, 1, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return baton_calibration_ready();
+    return baton_calibration();
 }

@@ -55,24 +55,40 @@ int baton_wait_init(baton_wait_t *w, baton_wait_kind kind)
     if ((unsigned)kind >= BATON_WAIT_KINDS)
         return EINVAL;
     w->kind = (uint8_t)kind;
-    switch (kind) {
-    case BATON_WAIT_BACKOFF:
-        w->budget = baton_calibration()->backoff_max;
-        break;
-    case BATON_WAIT_SPINPARK:
-        w->budget = baton_calibration()->spin_budget_iters;
-        break;
-    case BATON_WAIT_MONITOR:
+    /* The budgets of backoff, spinpark and monitor come from the machine's
+     * calibration, which costs milliseconds: left at 0 here, they are
+     * resolved at the first wait that needs one (lazy_budget()), so that
+     * creating locks, and a program that never contends, costs nothing. */
+    if (kind == BATON_WAIT_MONITOR) {
         w->hw = monitor_hw();
         if (w->hw == BATON_MONITOR_NONE)
             return ENOTSUP;
-        w->budget = baton_calibration()->spin_budget_iters;
-        break;
-    default:
-        break;
     }
     return 0;
 }
+
+/* Budgets used while another thread calibrates: spinpark and monitor spin
+ * about 50 us (2048 hints at the ~24 ns measured on the project's VMs;
+ * less where a hint is cheaper), backoff's largest delay is 64 hints. */
+#define DEFAULT_SPIN_ITERS 2048u
+#define DEFAULT_BACKOFF_MAX 64u
+
+/* A policy's budget: its own, or the calibrated one.  The first thread to
+ * need the calibration runs it (a few milliseconds, once per process,
+ * inside a wait that was going to wait anyway); threads that need it
+ * meanwhile use the defaults above rather than wait for it. */
+static uint32_t lazy_budget(const baton_wait_t *w)
+{
+    if (BATON_LIKELY(w->budget != 0))
+        return w->budget;
+    const baton_calibration_t *c = baton_calibration_ready();
+    if (c == NULL)
+        c = baton_calibration_start();
+    if (c == NULL)
+        return w->kind == BATON_WAIT_BACKOFF ? DEFAULT_BACKOFF_MAX : DEFAULT_SPIN_ITERS;
+    return w->kind == BATON_WAIT_BACKOFF ? c->backoff_max : c->spin_budget_iters;
+}
+
 
 /* spinpark's spin limit for one waiting episode: a random fraction of the
  * budget B (the measured cost of one park), drawn from the density
@@ -95,7 +111,8 @@ static _Thread_local uint32_t spin_rng __attribute__((tls_model("initial-exec"))
 
 static uint32_t spin_limit(uint32_t budget)
 {
-    if (baton_calibration()->spin_fixed)
+    const baton_calibration_t *c = baton_calibration_ready();
+    if (c != NULL && c->spin_fixed)
         return budget;
     uint32_t x = spin_rng;
     if (BATON_UNLIKELY(x == 0))
@@ -114,12 +131,14 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
     case BATON_WAIT_SPIN:
         baton_cpu_relax();
         return true;
-    case BATON_WAIT_BACKOFF:
+    case BATON_WAIT_BACKOFF: {
         for (uint32_t i = 0; i < s->delay; i++)
             baton_cpu_relax();
-        if (s->delay < w->budget)
-            s->delay = s->delay * 2 > w->budget ? w->budget : s->delay * 2;
+        uint32_t budget = lazy_budget(w);
+        if (s->delay < budget)
+            s->delay = s->delay * 2 > budget ? budget : s->delay * 2;
         return true;
+    }
     case BATON_WAIT_YIELD:
         sched_yield();
         return true;
@@ -127,14 +146,14 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
         return false;
     case BATON_WAIT_SPINPARK:
         if (s->spins == 0)
-            s->delay = spin_limit(w->budget); /* this episode's limit (delay is unused here) */
+            s->delay = spin_limit(lazy_budget(w)); /* this episode's limit (delay is unused here) */
         if (s->spins >= s->delay)
             return false;
         s->spins++;
         baton_cpu_relax();
         return true;
     case BATON_WAIT_MONITOR: {
-        if (s->spins >= w->budget)
+        if (s->spins >= lazy_budget(w))
             return false;
         const baton_calibration_t *c = baton_calibration();
         if (addr == NULL) {

@@ -13,6 +13,12 @@ uint64_t baton_rdtsc(void);
 /* TSC cycles per nanosecond, measured by calibration (0 if unknown). */
 double baton_tsc_per_ns(void);
 
+/* The calibration if it has completed, else NULL (never blocks). */
+const baton_calibration_t *baton_calibration_ready(void);
+/* Run the calibration in the calling thread if nobody has started it, and
+ * return it; NULL if another thread is running it now. */
+const baton_calibration_t *baton_calibration_start(void);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t baton_now_ns(void);
 
