@@ -25,7 +25,7 @@ PROG=kccache.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 threads_list=1,2,4,8,16
-rwlocks_list="default,mrqd,rw(relay),rw(mcs:spinpark)"
+rwlocks_list="default,mrqd,rw(relay),rw(runner),rw(mcs:spinpark)"
 mutex_spec=""
 rnum=100000
 repeat=3

@@ -310,7 +310,7 @@ static void usage(FILE *f)
             "become baton locks.  Unmodified, dynamically linked programs only.\n"
             "\n"
             "  --lock SPEC     kind for pthread mutexes and OpenMP locks (BATON_LOCK; default: default)\n"
-            "  --rwlock SPEC   kind for pthread rwlocks: needs shared readers (BATON_RWLOCK; default: rw(relay))\n"
+            "  --rwlock SPEC   kind for pthread rwlocks: needs shared readers (BATON_RWLOCK; default: rw(default),prefer_readers)\n"
             "  --spin SPEC     kind for pthread spinlocks (BATON_SPIN; default: ttas)\n"
             "  --verbose       diagnostics from the interposer on stderr (BATON_VERBOSE=1)\n"
             "  -h, --help      show this help\n"

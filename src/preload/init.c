@@ -15,17 +15,15 @@
 
 /* What each environment variable means when it is unset. */
 #define PL_DEFAULT_LOCK "default"
-/* rw(relay) over mrqd: on kccachetest wicked (one hot method rwlock, 20%
- * writes) it measured 1.54-1.61x stock at 8 threads and 1.45-1.48x at 16,
- * mrqd 1.16-1.19x and 1.08-1.10x (docs/results.md). */
-#define PL_DEFAULT_RWLOCK "rw(relay)"
+/* The default kind under a readers-writer lock that, like glibc's default
+ * rwlock (PTHREAD_RWLOCK_PREFER_READER_NP), admits readers while writers
+ * wait: programs written against glibc may rely on it (a reader that needs
+ * another reader to finish while a writer waits). */
+#define PL_DEFAULT_RWLOCK "rw(default),prefer_readers"
 #define PL_DEFAULT_SPIN "ttas"
-/* OpenMP locks guard short critical sections in loops that want throughput
- * over a fairness window of 50 us: a 500 us slice keeps the lock on one core
- * ten times longer between hand-overs (measured on bench/apps/omp_locks:
- * 1.56-2.11x stock GNU OpenMP against 1.00-1.66x with the 50 us slice; see
- * docs/results.md). */
-#define PL_DEFAULT_OMP "relay,slice_us=500"
+/* OpenMP locks get the same default kind as mutexes: its tenure adapts to
+ * the machine, so no class needs a slice of its own. */
+#define PL_DEFAULT_OMP "default"
 
 pl_class_t pl_mutex_class = {.what = "mutex", .env = "BATON_LOCK"};
 pl_class_t pl_rwlock_class = {.what = "rwlock", .env = "BATON_RWLOCK"};
@@ -212,7 +210,7 @@ static void configure(pl_class_t *c, const char *deflt, unsigned need, const cha
            c->stock ? (size_t)0 : c->slot + c->extra);
 }
 
-/* BATON_RWLOCK's default: rw(relay); but when BATON_LOCK elides, readers
+/* BATON_RWLOCK's default: PL_DEFAULT_RWLOCK; but when BATON_LOCK elides, readers
  * and writers elide too: elide(rw(<inner>)), or elide(<inner>) when the
  * inner kind is a readers-writer kind already. */
 static const char *rwlock_default(void)

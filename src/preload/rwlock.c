@@ -1,7 +1,7 @@
 /* rwlock.c - pthread_rwlock_* for libbaton-preload.so.
  *
- * Real readers-writer semantics over the BATON_RWLOCK kind (default rw(relay);
- * any kind with BATON_CAP_RW, e.g. rw(relay), rw(mcs)): readers share the
+ * Real readers-writer semantics over the BATON_RWLOCK kind (default
+ * rw(default),prefer_readers; any kind with BATON_CAP_RW, e.g. rw(mcs)): readers share the
  * kind's rlock/tryrlock/runlock, writers its lock/trylock/unlock.
  *
  * Layout inside the 56 bytes of pthread_rwlock_t (glibc's fields in
