@@ -44,6 +44,11 @@ typedef struct baton_kind {
     void (*lock)(void *state);
     int (*trylock)(void *state); /* 0 or EBUSY */
     int (*unlock)(void *state);  /* 0 or EPERM */
+    /* Unlock a held lock whatever thread calls (what a NORMAL pthread
+     * mutex allows: a thread may unlock a mutex another locked); a no-op
+     * returning 0 on a free lock.  NULL: the kind's unlock needs its
+     * owner, and a foreign unlock gets EPERM. */
+    int (*release)(void *state);
     int (*is_locked)(void *state);
 
     /* Delegation kinds (src/delegate/) fill these in; NULL means api.c runs

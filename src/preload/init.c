@@ -201,6 +201,7 @@ static void configure(pl_class_t *c, const char *deflt, unsigned need, const cha
     if (rc != 0)
         pl_die("%s='%s': %s", c->env, c->spec, baton_last_error());
     c->kind = k;
+    c->release = k->release ? k->release : k->unlock;
     size_t align = k->align ? k->align : sizeof(void *);
     c->slot = (k->size + align - 1) / align * align;
     if (c->slot < sizeof(uint32_t))

@@ -37,8 +37,10 @@
  * or of an unlocked mutex EPERM, trylock of a held one EBUSY (also by its
  * ERRORCHECK owner), RECURSIVE counts up to UINT32_MAX (then EAGAIN),
  * timedlock EINVAL for a bad tv_nsec only when it would block, destroy of a
- * locked mutex EBUSY.  A NORMAL mutex is not checked (glibc does not either;
- * kinds that track their owner still refuse an unlock by a non-owner with
+ * locked mutex EBUSY.  A NORMAL mutex is not checked (glibc does not
+ * either): any thread may unlock it, as a program may hand a locked mutex
+ * to another thread, through the kind's release op (kinds without one,
+ * whose unlock needs the owner's queue node, refuse a foreign unlock with
  * EPERM), except in a debug build (BATON_DEBUG), where every mutex is
  * checked like an ERRORCHECK one.
  */
@@ -169,11 +171,13 @@ static inline int try_acquire(pl_mutex_t *m, void *s, const void *caller)
     return rc;
 }
 
+/* Unlock: for a NORMAL mutex whatever thread calls, as glibc allows, where
+ * the kind can (its release op); checked types reach here from the owner. */
 static inline int release(pl_mutex_t *m, void *s)
 {
     if (BATON_UNLIKELY(pl_profiling))
         pl_prof_released(prof_of(m, NULL));
-    return pl_mutex_class.kind->unlock(s);
+    return pl_mutex_class.release(s);
 }
 
 /* --- glibc's own mutexes (stock mode, robust, pshared, priority) -------------

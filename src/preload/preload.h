@@ -61,6 +61,9 @@ typedef struct pl_class {
     const char *env;             /* "BATON_LOCK", ... */
     bool stock;                  /* spec "pthread": forward to the real calls */
     const baton_kind_t *kind;
+    /* How NORMAL locks of this class are unlocked: the kind's release,
+     * which any thread may call, where it has one, else its unlock. */
+    int (*release)(void *state);
     baton_opts_t opts;
     char spec[160];              /* canonical spec */
     size_t slot;                 /* bytes per slot */
