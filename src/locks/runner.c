@@ -277,6 +277,7 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
         baton_store(&l->heir, n, memory_order_release);
     }
     bool demanded = false, looping = false;
+    uint32_t first_delay = 1;
     baton_waiter_t pause;
     baton_waiter_init(&pause, &l->wait);
     for (;;) {
@@ -284,7 +285,8 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
         const uint64_t wake = wake_ns();
         uint64_t window = spins ? (l->window_ns != UINT32_MAX ? l->window_ns : spin_window()) : demanded ? LOOK_NS : 0;
         uint64_t start = now;
-        uint32_t delay = 1;
+        uint32_t delay = first_delay;
+        first_delay = 1;
         bool announce = true;
         look_t lk;
         look_init(l, &lk);
@@ -372,6 +374,12 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
         }
         now = baton_now_ns();
         take_stamp(n, now);
+        /* Woken by a release: its thread runs, and may take the lock again
+         * in a moment (an owner that loops).  Our two looks at a free lock
+         * are then a poll cap apart, not a spin hint: taking the lock in
+         * that moment would cut the releaser's run short and move the data
+         * it works on to us. */
+        first_delay = POLL_MAX;
         /* Many releases while we slept: the owner loops; sleep unannounced
          * next time. */
         if (baton_load(&l->count, memory_order_relaxed) - c1 >= LOOPING_RELEASES) /* relaxed: a hint */
@@ -574,9 +582,11 @@ void baton_runner_release_slow(baton_runner_t *l)
      * the lock and left already (a stray wake is harmless). */
     if (wake) {
         baton_wake_all(&h->state);
-        /* A heir that slept on our CPU can run only if we give the CPU
-         * away: do, so that it takes the lock we just let go. */
-        if (atomic_load_explicit(&h->cpu, memory_order_relaxed) == (uint32_t)sched_getcpu())
+        /* A heir that demanded the lock (its tenure is due) and slept on
+         * our CPU can run only if we give the CPU away: do, so that it
+         * takes the lock we just let go. */
+        if ((f & BATON_RUNNER_DEMAND) &&
+            atomic_load_explicit(&h->cpu, memory_order_relaxed) == (uint32_t)sched_getcpu())
             sched_yield();
     }
 }

@@ -1,0 +1,252 @@
+/* test_default.c - the default kind never hands the lock to a thread that
+ * is not running.
+ *
+ * Under each parking policy the default takes (spinpark, park): the main
+ * thread holds the lock while N waiters queue for it, and waits until the
+ * kernel reports every waiter asleep (state S in
+ * /proc/self/task/<tid>/stat, seen on several looks in a row).  Then it
+ * unlocks and, at once, tries the lock: the trylock must succeed, every
+ * round, because no waiter was running at the unlock, so none may own the
+ * lock after it.  The tenure is set far longer than the test, so no waiter
+ * ever demands the lock.  With two CPUs or more the waiters run on CPUs
+ * other than the main thread's: a woken waiter could otherwise preempt the
+ * main thread between its unlock and its trylock (the scheduler's wake-up
+ * preemption), and then, running, take the free lock.
+ *
+ * Under spin, yield and backoff waiters never sleep, so the property holds
+ * by construction (a hand-over goes only to a heir that spins); those
+ * policies are run here only for mutual exclusion under the same pattern.
+ *
+ * The test also checks a NORMAL-mutex pattern: a lock taken by one thread
+ * can be released by another (baton's release op), and then taken again.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <baton/baton.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "../src/core/registry.h" /* the kind table: the release op */
+
+#define WAITERS 4
+#define ROUNDS 20
+/* How many looks in a row must see every waiter asleep, and how far apart. */
+#define ASLEEP_LOOKS 5
+#define LOOK_GAP_NS 2000000L
+/* Give up on a round whose waiters never all sleep (a broken kind). */
+#define ASLEEP_DEADLINE_S 10
+
+struct waiter {
+    baton_lock_t *lock;
+    _Atomic pid_t tid;
+    _Atomic int acquired;
+    long *shared;
+};
+
+/* The CPUs the waiters may use: every CPU of ours but the main thread's
+ * (all of them on a single CPU). */
+static cpu_set_t waiter_cpus;
+
+static void pick_cpus(void)
+{
+    cpu_set_t mine;
+    CPU_ZERO(&waiter_cpus);
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+        return;
+    int main_cpu = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mine)) {
+            if (main_cpu < 0)
+                main_cpu = c;
+            else
+                CPU_SET(c, &waiter_cpus);
+        }
+    if (CPU_COUNT(&waiter_cpus) == 0)
+        return; /* one CPU: nothing to separate */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(main_cpu, &one);
+    (void)sched_setaffinity(0, sizeof one, &one);
+}
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    if (CPU_COUNT(&waiter_cpus) > 0)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof waiter_cpus, &waiter_cpus);
+    /* Relaxed: the main thread only polls it. */
+    atomic_store_explicit(&w->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
+    baton_lock(w->lock);
+    (*w->shared)++;
+    atomic_store_explicit(&w->acquired, 1, memory_order_relaxed);
+    baton_unlock(w->lock);
+    return NULL;
+}
+
+/* The scheduler state letter of one of our threads: 'R', 'S', ... or 0. */
+static char task_state(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "tid (comm) S ...": comm may hold spaces; the state follows the last ')'. */
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static void sleep_ns(long ns)
+{
+    struct timespec d = {0, ns};
+    nanosleep(&d, NULL);
+}
+
+/* True once every waiter has been seen asleep ASLEEP_LOOKS times in a row. */
+static int all_asleep(struct waiter *w, int n)
+{
+    time_t give_up = time(NULL) + ASLEEP_DEADLINE_S;
+    int streak = 0;
+    while (streak < ASLEEP_LOOKS) {
+        if (time(NULL) > give_up)
+            return 0;
+        sleep_ns(LOOK_GAP_NS);
+        int asleep = 0;
+        for (int i = 0; i < n; i++) {
+            pid_t tid = atomic_load_explicit(&w[i].tid, memory_order_relaxed);
+            asleep += tid != 0 && task_state(tid) == 'S';
+        }
+        streak = asleep == n ? streak + 1 : 0;
+    }
+    return 1;
+}
+
+/* One policy: ROUNDS rounds of (hold, queue N, all asleep, unlock, trylock). */
+static void run_policy(const char *spec, int expect_sleep)
+{
+    baton_lock_t *l = baton_lock_new(spec);
+    CHECK(l != NULL, "%s: %s", spec, baton_last_error());
+    if (!l)
+        return;
+    long shared = 0;
+    int refused = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        struct waiter w[WAITERS];
+        pthread_t t[WAITERS];
+        CHECK(baton_lock(l) == 0, "%s: lock", spec);
+        for (int i = 0; i < WAITERS; i++) {
+            w[i].lock = l;
+            atomic_init(&w[i].tid, 0);
+            atomic_init(&w[i].acquired, 0);
+            w[i].shared = &shared;
+            pthread_create(&t[i], NULL, waiter_main, &w[i]);
+        }
+        if (expect_sleep) {
+            if (!all_asleep(w, WAITERS)) {
+                CHECK(0, "%s round %d: the waiters never all slept", spec, r);
+                expect_sleep = 0; /* still release them below */
+            }
+        } else {
+            sleep_ns(5 * LOOK_GAP_NS);
+        }
+        CHECK(baton_unlock(l) == 0, "%s: unlock", spec);
+        int rc = baton_trylock(l);
+        if (expect_sleep && rc != 0) {
+            refused++;
+            int got = 0;
+            for (int i = 0; i < WAITERS; i++)
+                got += atomic_load_explicit(&w[i].acquired, memory_order_relaxed);
+            printf("  round %d: trylock %d; %d waiter(s) had acquired already\n", r, rc, got);
+        }
+        if (rc == 0) {
+            shared++;
+            CHECK(baton_unlock(l) == 0, "%s: unlock after trylock", spec);
+        }
+        for (int i = 0; i < WAITERS; i++)
+            pthread_join(t[i], NULL);
+        for (int i = 0; i < WAITERS; i++)
+            CHECK(atomic_load_explicit(&w[i].acquired, memory_order_relaxed), "%s: waiter %d", spec, i);
+    }
+    CHECK(refused == 0, "%s: trylock refused in %d of %d rounds after an unlock with every waiter asleep",
+          spec, refused, ROUNDS);
+    long expect = 0;
+    for (int r = 0; r < ROUNDS; r++)
+        expect += WAITERS;
+    CHECK(shared >= expect && shared <= expect + ROUNDS, "%s: count %ld", spec, shared);
+    printf("%-36s %d rounds, trylock after unlock refused %d times\n", spec, ROUNDS, refused);
+    CHECK(baton_lock_free(l) == 0, "%s: free", spec);
+}
+
+struct holder {
+    baton_lock_t *lock;
+};
+
+static void *lock_and_leave(void *arg)
+{
+    struct holder *h = arg;
+    baton_lock(h->lock);
+    return NULL; /* exits holding it */
+}
+
+/* A lock taken by a thread that exits is released by another thread. */
+static void released_by_another(void)
+{
+    baton_lock_t *l = baton_lock_new(NULL);
+    CHECK(l != NULL, "default: %s", baton_last_error());
+    if (!l)
+        return;
+    const baton_kind_t *k = baton_lock_ops(l);
+    CHECK(k->release != NULL, "the default kind has a release op");
+    for (int i = 0; k->release && i < 100; i++) {
+        struct holder h = {l};
+        pthread_t t;
+        pthread_create(&t, NULL, lock_and_leave, &h);
+        pthread_join(t, NULL);
+        CHECK(baton_trylock(l) == EBUSY, "round %d: held by the thread that left", i);
+        CHECK(baton_unlock(l) == EPERM, "round %d: unlock by a non-owner refused", i);
+        CHECK(k->release(baton_lock_state(l)) == 0, "round %d: release by another thread", i);
+        CHECK(baton_trylock(l) == 0, "round %d: free after the release", i);
+        CHECK(baton_unlock(l) == 0, "round %d: unlock", i);
+    }
+    CHECK(k->release == NULL || k->release(baton_lock_state(l)) == 0, "release of a free lock is a no-op");
+    CHECK(baton_trylock(l) == 0 && baton_unlock(l) == 0, "still usable");
+    baton_lock_free(l);
+}
+
+int main(int argc, char **argv)
+{
+    pick_cpus();
+    if (argc > 1) {
+        /* Another spec, to show the test catches a kind that hands the
+         * lock to a sleeping waiter (ctest: default_catches_handoff). */
+        run_policy(argv[1], 1);
+        printf(failures ? "FAIL: %d failures\n" : "PASS\n", failures);
+        return failures != 0;
+    }
+    /* tenure_us=1000000: no waiter demands the lock during a round. */
+    run_policy("default:spinpark,tenure_us=1000000", 1);
+    run_policy("default:park,tenure_us=1000000", 1);
+    run_policy("default:spin", 0);
+    run_policy("default:yield", 0);
+    run_policy("default:backoff", 0);
+    released_by_another();
+    if (failures)
+        printf("FAIL: %d failures\n", failures);
+    else
+        printf("PASS\n");
+    return failures != 0;
+}
