@@ -26,6 +26,7 @@ static void loop_mcs(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { b
 static void loop_clh(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_clh_lock(l); counter++; baton_clh_unlock(l); } }
 static void loop_one(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_onespinner_lock(l); counter++; baton_onespinner_unlock(l); } }
 static void loop_relay(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_relay_lock(l); counter++; baton_relay_unlock(l); } }
+static void loop_runner(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_runner_lock(l); counter++; baton_runner_unlock(l); } }
 
 static int init_tas(void *l) { return baton_tas_init(l, NULL); }
 static int init_ttas(void *l) { return baton_ttas_init(l, NULL); }
@@ -34,6 +35,7 @@ static int init_mcs(void *l) { return baton_mcs_init(l, NULL); }
 static int init_clh(void *l) { return baton_clh_init(l, NULL); }
 static int init_one(void *l) { return baton_onespinner_init(l, NULL); }
 static int init_relay(void *l) { return baton_relay_init(l, NULL, 0); }
+static int init_runner(void *l) { return baton_runner_init(l, NULL, 0); }
 
 static const struct typed_kind {
     const char *name;
@@ -43,7 +45,7 @@ static const struct typed_kind {
     {"tas", init_tas, loop_tas},       {"ttas", init_ttas, loop_ttas},
     {"ticket", init_ticket, loop_ticket}, {"mcs", init_mcs, loop_mcs},
     {"clh", init_clh, loop_clh},       {"onespinner", init_one, loop_one},
-    {"relay", init_relay, loop_relay},
+    {"relay", init_relay, loop_relay}, {"runner", init_runner, loop_runner},
 };
 
 static void loop_dynamic(void *l, uint64_t n)

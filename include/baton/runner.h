@@ -75,6 +75,7 @@ typedef struct baton_runner {
     _Atomic uint64_t deadline; /* the heir's tenure deadline (ns) */
     _Atomic uint32_t owner_cpu; /* where the owner ran at its last check */
     uint32_t tenure_ns; /* 0: adaptive */
+    uint32_t arrival_ns, yield_ns, window_ns; /* UINT32_MAX: adaptive (experiment knobs) */
     baton_wait_t wait;
 } baton_runner_t;
 
@@ -82,8 +83,9 @@ typedef struct baton_runner {
 BATON_API int baton_runner_init(baton_runner_t *l, const baton_wait_t *wait, uint32_t tenure_ns);
 BATON_API int baton_runner_destroy(baton_runner_t *l);
 BATON_API void baton_runner_lock_slow(baton_runner_t *l, uintptr_t self);
-BATON_API void baton_runner_release_slow(baton_runner_t *l);
-BATON_API void baton_runner_release_check(baton_runner_t *l);
+/* Both return 0, so that the fast path can end in a tail call to them. */
+BATON_API int baton_runner_release_slow(baton_runner_t *l);
+BATON_API int baton_runner_release_check(baton_runner_t *l);
 
 /* The owner looks at the heir's deadline every BATON_RUNNER_CHECK_EVERY
  * releases: a clock read (~20 ns) amortised to well under a nanosecond. */
@@ -113,25 +115,22 @@ static inline void baton_runner_lock(baton_runner_t *l)
 
 /* Release without the owner check: any thread may release a held lock
  * (what a NORMAL pthread mutex allows).  Releasing a free lock is a bug
- * the caller must prevent. */
-static inline void baton_runner_release(baton_runner_t *l)
+ * the caller must prevent.  Returns 0. */
+static inline int baton_runner_release(baton_runner_t *l)
 {
     /* Relaxed: the heir's requests are hints to act on now; one that
      * crosses this look costs the heir at most its bounded sleep (above). */
-    if (BATON_UNLIKELY(baton_load(&l->flags, memory_order_relaxed) != 0)) {
-        baton_runner_release_slow(l);
-        return;
-    }
+    if (BATON_UNLIKELY(baton_load(&l->flags, memory_order_relaxed) != 0))
+        return baton_runner_release_slow(l);
     /* Relaxed load and store, not an atomic increment: only the owner
      * writes the count; the heir reads it racily, as a hint. */
     uint32_t c = baton_load(&l->count, memory_order_relaxed) + 1u;
     baton_store(&l->count, c, memory_order_relaxed);
-    if (BATON_UNLIKELY(c % BATON_RUNNER_CHECK_EVERY == 0)) {
-        baton_runner_release_check(l);
-        return;
-    }
+    if (BATON_UNLIKELY(c % BATON_RUNNER_CHECK_EVERY == 0))
+        return baton_runner_release_check(l);
     /* Release pairs with the acquiring CAS of the next owner. */
     baton_store(&l->word, 0, memory_order_release);
+    return 0;
 }
 
 static inline int baton_runner_unlock(baton_runner_t *l)
@@ -140,8 +139,7 @@ static inline int baton_runner_unlock(baton_runner_t *l)
      * value that is not theirs. */
     if (BATON_UNLIKELY(baton_load(&l->word, memory_order_relaxed) != baton_thread_token()))
         return EPERM;
-    baton_runner_release(l);
-    return 0;
+    return baton_runner_release(l);
 }
 
 static inline int baton_runner_is_locked(baton_runner_t *l)

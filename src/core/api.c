@@ -28,6 +28,9 @@ struct baton_lock {
     int (*execute)(void *, baton_fn, void *);
     int (*delegate)(void *, baton_fn, const void *, size_t, baton_future_t *);
     baton_wait_t fwait; /* how a future of this lock is waited for */
+    /* 1 when lock/unlock need more than the kind's call: owner checks, or
+     * a kind without lock/unlock.  One test on the hot path for both. */
+    int slow;
     int check;
     _Atomic uintptr_t owner; /* check mode only */
     const baton_kind_t *kind;
@@ -96,6 +99,7 @@ baton_lock_t *baton_lock_new(const char *spec)
     else
         (void)baton_wait_init(&l->fwait, BATON_WAIT_SPINPARK);
     l->check = o.check;
+    l->slow = o.check || l->lock == no_lock;
     l->kind = k;
     memcpy(l->spec, canon, sizeof l->spec);
     rc = k->init(l->state, &o);
@@ -159,29 +163,23 @@ static int checked_unlock(baton_lock_t *l)
 
 int baton_lock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->lock == no_lock))
-        return not_offered(l, "lock");
-    if (BATON_UNLIKELY(l->check))
-        return checked_lock(l);
+    if (BATON_UNLIKELY(l->slow))
+        return l->lock == no_lock ? not_offered(l, "lock") : checked_lock(l);
     l->lock(l->state);
     return 0;
 }
 
 int baton_trylock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->lock == no_lock))
-        return not_offered(l, "trylock");
-    if (BATON_UNLIKELY(l->check))
-        return checked_trylock(l);
+    if (BATON_UNLIKELY(l->slow))
+        return l->lock == no_lock ? not_offered(l, "trylock") : checked_trylock(l);
     return l->trylock(l->state);
 }
 
 int baton_unlock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->lock == no_lock))
-        return not_offered(l, "unlock");
-    if (BATON_UNLIKELY(l->check))
-        return checked_unlock(l);
+    if (BATON_UNLIKELY(l->slow))
+        return l->lock == no_lock ? not_offered(l, "unlock") : checked_unlock(l);
     return l->unlock(l->state);
 }
 

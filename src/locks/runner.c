@@ -538,7 +538,7 @@ void baton_runner_lock_slow(baton_runner_t *l, uintptr_t self)
     dequeue(l, n, heir_wait(l, n, self, since));
 }
 
-void baton_runner_release_slow(baton_runner_t *l)
+int baton_runner_release_slow(baton_runner_t *l)
 {
     /* Acquire pairs with the heir's release when it raised a flag: its node
      * and `heir` were published before. */
@@ -556,9 +556,8 @@ void baton_runner_release_slow(baton_runner_t *l)
              * CAS publishes both, and our critical section, to the heir's
              * acquire load of its state. */
             baton_store(&l->word, atomic_load_explicit(&h->owner, memory_order_relaxed), memory_order_relaxed);
-            if (baton_cas(&h->state, &st, RUN_GRANTED, memory_order_release, memory_order_relaxed)) {
-                return;
-            }
+            if (baton_cas(&h->state, &st, RUN_GRANTED, memory_order_release, memory_order_relaxed))
+                return 0;
             /* It began to sleep just now: wake it instead, below. */
         }
         /* A heir that sleeps with a flag up sleeps announced (it sleeps
@@ -589,9 +588,10 @@ void baton_runner_release_slow(baton_runner_t *l)
             atomic_load_explicit(&h->cpu, memory_order_relaxed) == (uint32_t)sched_getcpu())
             sched_yield();
     }
+    return 0;
 }
 
-void baton_runner_release_check(baton_runner_t *l)
+int baton_runner_release_check(baton_runner_t *l)
 {
     /* Acquire pairs with the heir's release store of its node. */
     baton_qnode_t *h = baton_load(&l->heir, memory_order_acquire);
@@ -616,6 +616,7 @@ void baton_runner_release_check(baton_runner_t *l)
     baton_store(&l->word, 0, memory_order_release);
     if (wake)
         baton_wake_all(&h->state);
+    return 0;
 }
 
 /* --- registry entry ------------------------------------------------------- */
@@ -646,9 +647,7 @@ static int k_is_locked(void *s) { return baton_runner_is_locked(s); }
 static int k_release(void *s)
 {
     /* A free lock is left alone (glibc returns 0 for a NORMAL mutex too). */
-    if (baton_runner_is_locked(s))
-        baton_runner_release(s);
-    return 0;
+    return baton_runner_is_locked(s) ? baton_runner_release(s) : 0;
 }
 
 const baton_kind_t baton_kind_runner = {
