@@ -122,6 +122,54 @@ BATON_API int baton_lock(baton_lock_t *lock);
 BATON_API int baton_trylock(baton_lock_t *lock);
 BATON_API int baton_unlock(baton_lock_t *lock);
 
+/* The first members of every lock: what the inline definitions below read,
+ * so that lock, trylock and unlock cost one test and one call into the
+ * kind, as a function table would.  Part of the ABI; the rest of the lock
+ * is private. */
+struct baton_lock_head {
+    void (*lock)(void *state);
+    int (*unlock)(void *state);
+    int (*trylock)(void *state);
+    void *state;
+    int slow; /* owner checks (check=1), or a kind without lock/unlock */
+};
+
+/* The out-of-line halves: owner checks, and the ENOTSUP of kinds that
+ * offer execute and delegate only. */
+BATON_API int baton_lock_slow(baton_lock_t *lock);
+BATON_API int baton_trylock_slow(baton_lock_t *lock);
+BATON_API int baton_unlock_slow(baton_lock_t *lock);
+
+/* GNU inline definitions: used for inlining only, under any C or C++
+ * standard (a call that is not inlined goes to the library's definition). */
+#if defined(__GNUC__) && !defined(BATON_NO_INLINE)
+#define BATON_INLINE_API extern __inline __attribute__((__gnu_inline__, __always_inline__))
+BATON_INLINE_API int baton_lock(baton_lock_t *lock)
+{
+    const struct baton_lock_head *h = (const struct baton_lock_head *)(const void *)lock;
+    if (__builtin_expect(h->slow, 0))
+        return baton_lock_slow(lock);
+    h->lock(h->state);
+    return 0;
+}
+
+BATON_INLINE_API int baton_trylock(baton_lock_t *lock)
+{
+    const struct baton_lock_head *h = (const struct baton_lock_head *)(const void *)lock;
+    if (__builtin_expect(h->slow, 0))
+        return baton_trylock_slow(lock);
+    return h->trylock(h->state);
+}
+
+BATON_INLINE_API int baton_unlock(baton_lock_t *lock)
+{
+    const struct baton_lock_head *h = (const struct baton_lock_head *)(const void *)lock;
+    if (__builtin_expect(h->slow, 0))
+        return baton_unlock_slow(lock);
+    return h->unlock(h->state);
+}
+#endif
+
 /* Run fn(ctx) under mutual exclusion; returns after fn has run. */
 BATON_API int baton_execute(baton_lock_t *lock, baton_fn fn, void *ctx);
 /* Run fn on a copy of args[0..size) under mutual exclusion.  Returns once

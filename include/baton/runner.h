@@ -89,7 +89,7 @@ BATON_API int baton_runner_release_check(baton_runner_t *l);
 
 /* The owner looks at the heir's deadline every BATON_RUNNER_CHECK_EVERY
  * releases: a clock read (~20 ns) amortised to well under a nanosecond. */
-#define BATON_RUNNER_CHECK_EVERY 64u
+#define BATON_RUNNER_CHECK_EVERY 256u
 
 static inline int baton_runner_trylock(baton_runner_t *l)
 {

@@ -20,17 +20,13 @@
 #define SPEC_MAX 160
 
 struct baton_lock {
-    void (*lock)(void *);
-    int (*unlock)(void *);
-    int (*trylock)(void *);
-    void *state;
+    /* First: what the inline entry points of baton/baton.h read (a pointer
+     * to the lock points to it, C11 6.7.2.1). */
+    struct baton_lock_head head;
     /* Delegation kinds' own execute/delegate; NULL: lock, call, unlock. */
     int (*execute)(void *, baton_fn, void *);
     int (*delegate)(void *, baton_fn, const void *, size_t, baton_future_t *);
     baton_wait_t fwait; /* how a future of this lock is waited for */
-    /* 1 when lock/unlock need more than the kind's call: owner checks, or
-     * a kind without lock/unlock.  One test on the hot path for both. */
-    int slow;
     int check;
     _Atomic uintptr_t owner; /* check mode only */
     const baton_kind_t *kind;
@@ -88,10 +84,10 @@ baton_lock_t *baton_lock_new(const char *spec)
         return NULL;
     }
     memset(l, 0, size);
-    l->lock = k->lock ? k->lock : no_lock;
-    l->unlock = k->unlock ? k->unlock : no_unlock;
-    l->trylock = k->trylock ? k->trylock : no_unlock;
-    l->state = (char *)l + HEADER_SIZE;
+    l->head.lock = k->lock ? k->lock : no_lock;
+    l->head.unlock = k->unlock ? k->unlock : no_unlock;
+    l->head.trylock = k->trylock ? k->trylock : no_unlock;
+    l->head.state = (char *)l + HEADER_SIZE;
     l->execute = k->execute;
     l->delegate = k->delegate;
     if (k->caps & BATON_CAP_WAIT)
@@ -99,10 +95,12 @@ baton_lock_t *baton_lock_new(const char *spec)
     else
         (void)baton_wait_init(&l->fwait, BATON_WAIT_SPINPARK);
     l->check = o.check;
-    l->slow = o.check || l->lock == no_lock;
+    /* The inline entry points take the out-of-line path for owner checks
+     * and for kinds without lock/unlock: one test on the hot path. */
+    l->head.slow = o.check || l->head.lock == no_lock;
     l->kind = k;
     memcpy(l->spec, canon, sizeof l->spec);
-    rc = k->init(l->state, &o);
+    rc = k->init(l->head.state, &o);
     if (rc != 0) {
         free(l);
         /* Keep the kind's own message (a server thread that could not be
@@ -121,7 +119,7 @@ int baton_lock_free(baton_lock_t *l)
         return 0;
     if (l->check && atomic_load_explicit(&l->owner, memory_order_relaxed) != 0)
         return baton_fail(EBUSY, "lock '%s' freed while held", l->spec);
-    int rc = l->kind->destroy(l->state);
+    int rc = l->kind->destroy(l->head.state);
     if (rc != 0)
         return baton_fail(rc, "lock '%s' freed while held", l->spec);
     free(l);
@@ -136,7 +134,7 @@ static int checked_lock(baton_lock_t *l)
     if (atomic_load_explicit(&l->owner, memory_order_relaxed) == self)
         return baton_fail(EDEADLK, "lock '%s' locked again by its owner (locks are not recursive)",
                           l->spec);
-    l->lock(l->state);
+    l->head.lock(l->head.state);
     /* Relaxed: only the owner writes it while holding; readers compare it
      * against their own token, which no other thread stores. */
     atomic_store_explicit(&l->owner, self, memory_order_relaxed);
@@ -145,7 +143,7 @@ static int checked_lock(baton_lock_t *l)
 
 static int checked_trylock(baton_lock_t *l)
 {
-    int rc = l->trylock(l->state);
+    int rc = l->head.trylock(l->head.state);
     if (rc == 0)
         atomic_store_explicit(&l->owner, baton_self_token(), memory_order_relaxed);
     return rc;
@@ -156,31 +154,49 @@ static int checked_unlock(baton_lock_t *l)
     if (atomic_load_explicit(&l->owner, memory_order_relaxed) != baton_self_token())
         return baton_fail(EPERM, "lock '%s' unlocked by a thread that does not hold it", l->spec);
     atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
-    return l->unlock(l->state);
+    return l->head.unlock(l->head.state);
 }
 
-/* --- the hot calls -------------------------------------------------------- */
+/* --- the hot calls -------------------------------------------------------- *
+ * baton/baton.h inlines them (GNU inline: the header's definitions are for
+ * inlining only); these are the library's own definitions, for callers that
+ * do not inline and for the ABI. */
+
+int baton_lock_slow(baton_lock_t *l)
+{
+    return l->head.lock == no_lock ? not_offered(l, "lock") : checked_lock(l);
+}
+
+int baton_trylock_slow(baton_lock_t *l)
+{
+    return l->head.lock == no_lock ? not_offered(l, "trylock") : checked_trylock(l);
+}
+
+int baton_unlock_slow(baton_lock_t *l)
+{
+    return l->head.lock == no_lock ? not_offered(l, "unlock") : checked_unlock(l);
+}
 
 int baton_lock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->slow))
-        return l->lock == no_lock ? not_offered(l, "lock") : checked_lock(l);
-    l->lock(l->state);
+    if (BATON_UNLIKELY(l->head.slow))
+        return baton_lock_slow(l);
+    l->head.lock(l->head.state);
     return 0;
 }
 
 int baton_trylock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->slow))
-        return l->lock == no_lock ? not_offered(l, "trylock") : checked_trylock(l);
-    return l->trylock(l->state);
+    if (BATON_UNLIKELY(l->head.slow))
+        return baton_trylock_slow(l);
+    return l->head.trylock(l->head.state);
 }
 
 int baton_unlock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->slow))
-        return l->lock == no_lock ? not_offered(l, "unlock") : checked_unlock(l);
-    return l->unlock(l->state);
+    if (BATON_UNLIKELY(l->head.slow))
+        return baton_unlock_slow(l);
+    return l->head.unlock(l->head.state);
 }
 
 /* --- execute, delegate, futures ------------------------------------------ */
@@ -192,7 +208,7 @@ _Thread_local baton_cs_frame_t *baton_cs_top __attribute__((tls_model("initial-e
  * the common case costs one thread-local load. */
 static inline int self_deadlock(baton_lock_t *l, const char *what)
 {
-    if (BATON_LIKELY(baton_cs_top == NULL) || !baton_cs_inside(l->state)) {
+    if (BATON_LIKELY(baton_cs_top == NULL) || !baton_cs_inside(l->head.state)) {
         if (BATON_LIKELY(!l->check) ||
             atomic_load_explicit(&l->owner, memory_order_relaxed) != baton_self_token())
             return 0;
@@ -207,7 +223,7 @@ static int run_locked(baton_lock_t *l, baton_fn fn, void *ctx)
     if (rc != 0)
         return rc;
     baton_cs_frame_t frame;
-    baton_cs_enter(&frame, l->state);
+    baton_cs_enter(&frame, l->head.state);
     fn(ctx);
     baton_cs_leave(&frame);
     return baton_unlock(l);
@@ -219,7 +235,7 @@ int baton_execute(baton_lock_t *l, baton_fn fn, void *ctx)
     if (BATON_UNLIKELY(rc != 0))
         return rc;
     if (l->execute)
-        return l->execute(l->state, fn, ctx);
+        return l->execute(l->head.state, fn, ctx);
     return run_locked(l, fn, ctx);
 }
 
@@ -233,7 +249,7 @@ static int delegate_common(baton_lock_t *l, baton_fn fn, const void *args, size_
     if (BATON_UNLIKELY(rc != 0))
         return rc;
     if (l->delegate)
-        return l->delegate(l->state, fn, args, size, f);
+        return l->delegate(l->head.state, fn, args, size, f);
     /* Mutex kinds run it now.  The function sees a private copy, as it
      * would on a delegation kind where it runs later on another thread. */
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
@@ -281,7 +297,7 @@ int baton_future_ready(const baton_future_t *f)
 int baton_rlock(baton_lock_t *l)
 {
     if (l->kind->rlock) {
-        l->kind->rlock(l->state);
+        l->kind->rlock(l->head.state);
         return 0;
     }
     return baton_lock(l);
@@ -290,7 +306,7 @@ int baton_rlock(baton_lock_t *l)
 int baton_runlock(baton_lock_t *l)
 {
     if (l->kind->runlock) {
-        l->kind->runlock(l->state);
+        l->kind->runlock(l->head.state);
         return 0;
     }
     return baton_unlock(l);
@@ -301,18 +317,18 @@ int baton_lock_stats(const baton_lock_t *l, baton_stats_t *out)
     memset(out, 0, sizeof *out);
     if (!l->kind->stats)
         return ENOTSUP;
-    l->kind->stats(l->state, out);
+    l->kind->stats(l->head.state, out);
     return 0;
 }
 
 int baton_is_locked(baton_lock_t *l)
 {
-    return l->kind->is_locked ? l->kind->is_locked(l->state) : 0;
+    return l->kind->is_locked ? l->kind->is_locked(l->head.state) : 0;
 }
 
 void *baton_lock_state(baton_lock_t *l)
 {
-    return l->state;
+    return l->head.state;
 }
 
 const baton_kind_t *baton_lock_ops(const baton_lock_t *l)
