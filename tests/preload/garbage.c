@@ -12,7 +12,9 @@
  *     are 0 is free whatever its other bytes hold, and one whose __lock is
  *     not 0 is held;
  *   - a condvar whose __wrefs is 0 has no waiters: signal, broadcast and
- *     destroy return 0 at once.
+ *     destroy return 0 at once;
+ *   - a barrier copied from one that is initialised is a second barrier of
+ *     the same count.
  * Under the interposer the same values can name another object's lock
  * state (a handle or pointer into its slabs) or point nowhere: it must
  * neither crash nor touch the other lock, and must give glibc's answers.
@@ -322,6 +324,57 @@ static void test_cond(void)
     EXPECT(pthread_mutex_destroy(&m), 0);
 }
 
+/* --- barriers --------------------------------------------------------------------------------- */
+
+typedef struct waiter {
+    pthread_barrier_t *b;
+    ptest_flag_t started, done;
+    int rc;
+} waiter_t;
+
+static void *barrier_waiter(void *arg)
+{
+    waiter_t *w = arg;
+    ptest_raise(&w->started, 1);
+    w->rc = pthread_barrier_wait(w->b);
+    ptest_raise(&w->done, 1);
+    return NULL;
+}
+
+static void test_barrier(void)
+{
+    pthread_barrier_t A, B;
+
+    ptest_phase = "barrier: a copy of an initialised barrier is another barrier";
+    REQUIRE(pthread_barrier_init(&A, NULL, 2), 0);
+    memcpy((void *)&B, (const void *)&A, sizeof B);
+    waiter_t wa = {.b = &A}, wb = {.b = &B};
+    pthread_t ta = ptest_spawn(barrier_waiter, &wa), tb = ptest_spawn(barrier_waiter, &wb);
+    ptest_await(&wa.started, 1);
+    ptest_await(&wb.started, 1);
+    /* One thread at each of two barriers of 2: neither may pass. */
+    CHECK(!ptest_await_ms(&wa.done, 1, 100) && !ptest_await_ms(&wb.done, 1, 1),
+          "one waiter at a barrier of 2 and one at its copy passed together");
+    int ra = pthread_barrier_wait(&A), rb = pthread_barrier_wait(&B);
+    ptest_join(ta);
+    ptest_join(tb);
+    CHECK((ra == PTHREAD_BARRIER_SERIAL_THREAD) + (wa.rc == PTHREAD_BARRIER_SERIAL_THREAD) == 1 &&
+              (ra == 0 || ra == PTHREAD_BARRIER_SERIAL_THREAD) && (wa.rc == 0 || wa.rc == PTHREAD_BARRIER_SERIAL_THREAD),
+          "barrier A: waits returned %d and %d", ra, wa.rc);
+    CHECK((rb == PTHREAD_BARRIER_SERIAL_THREAD) + (wb.rc == PTHREAD_BARRIER_SERIAL_THREAD) == 1 &&
+              (rb == 0 || rb == PTHREAD_BARRIER_SERIAL_THREAD) && (wb.rc == 0 || wb.rc == PTHREAD_BARRIER_SERIAL_THREAD),
+          "the copy: waits returned %d and %d", rb, wb.rc);
+    EXPECT(pthread_barrier_destroy(&B), 0);
+    /* A is still a barrier of 2. */
+    waiter_t wa2 = {.b = &A};
+    ta = ptest_spawn(barrier_waiter, &wa2);
+    ra = pthread_barrier_wait(&A);
+    ptest_join(ta);
+    CHECK((ra == PTHREAD_BARRIER_SERIAL_THREAD) + (wa2.rc == PTHREAD_BARRIER_SERIAL_THREAD) == 1,
+          "barrier A after its copy was destroyed: waits returned %d and %d", ra, wa2.rc);
+    EXPECT(pthread_barrier_destroy(&A), 0);
+}
+
 int main(void)
 {
     ptest_begin("garbage", 60);
@@ -329,5 +382,6 @@ int main(void)
     test_mutex();
     test_rwlock();
     test_cond();
-    return ptest_end("spinlocks, mutexes, rwlocks and condvars holding garbage");
+    test_barrier();
+    return ptest_end("spinlocks, mutexes, rwlocks, condvars and barriers holding garbage");
 }
