@@ -112,23 +112,10 @@ __attribute__((noinline, cold)) static void configure(void)
     *(void **)&real.wait = need("pthread_barrier_wait");
     *(void **)&real.destroy = need("pthread_barrier_destroy");
     pl_barrier_class.slot = sizeof(barrier_slot_t);
-    const char *s = getenv("BATON_BARRIER");
-    if (s == NULL || s[0] == '\0')
-        s = "default";
-    if (strcmp(s, "pthread") == 0) {
-        stock = true;
-        pl_log("barrier: pthread (stock: glibc's own)");
-    } else {
-        /* Validate now, for one clear message at the first barrier. */
-        baton_barrier_t *probe = baton_barrier_new(s, 1);
-        if (probe == NULL)
-            pl_die("BATON_BARRIER='%s': %s", s, baton_last_error());
-        pl_log("barrier: %s (for one thread: %s)", s, baton_barrier_spec(probe));
-        (void)baton_barrier_free(probe);
-        if (strlen(s) >= sizeof spec)
-            pl_die("BATON_BARRIER='%s': longer than %zu bytes", s, sizeof spec - 1);
-        strcpy(spec, s);
-    }
+    char desc[sizeof spec + 200], err[sizeof spec + 600];
+    if (pl_config_barrier(getenv("BATON_BARRIER"), &stock, spec, sizeof spec, desc, sizeof desc, err, sizeof err) != 0)
+        pl_die("%s", err);
+    pl_log("barrier: %s", desc);
     baton_store(&configured, 2, memory_order_release);
 }
 

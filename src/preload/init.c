@@ -76,153 +76,28 @@ void pl_die(const char *fmt, ...)
     _exit(2);
 }
 
-/* --- configuration ------------------------------------------------------------------ */
-
-static void interposable_names(char *buf, size_t size, unsigned need)
-{
-    const baton_kind_info_t *k;
-    size_t n = baton_kinds(&k), used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && used + 1 < size; i++) {
-        if ((k[i].caps & need) != need && strcmp(k[i].name, "pthread") != 0)
-            continue;
-        int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", k[i].name);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-}
-
-/* Does the spec name a wait policy ("kind:policy[,...]")? */
-static bool names_wait(const char *spec)
-{
-    for (const char *p = spec; *p != '\0' && *p != ',' && *p != '('; p++)
-        if (*p == ':')
-            return true;
-    return false;
-}
-
-/* Write into out the spec with ":spinpark" after every kind name (the
- * outer one, or a wrapper's inner ones) that names no policy although its
- * kind takes spinpark and by default only spins.  Returns false if nothing
- * changed or it did not fit. */
-static bool park_by_default(const char *spec, char *out, size_t size)
-{
-    const baton_kind_t *k;
-    baton_opts_t o;
-    char canon[160];
-    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0)
-        return false;
-    if (k->wrapper) {
-        /* name(inner)rest: rewrite the inner spec. */
-        size_t name = strcspn(spec, "(");
-        char inner[160], rewritten[160];
-        if (baton_opts_inner(&o, inner, sizeof inner) != 0 || !park_by_default(inner, rewritten, sizeof rewritten))
-            return false;
-        int n = snprintf(out, size, "%.*s(%s)%s", (int)name, spec, rewritten, o.inner + o.inner_len + 1);
-        return n > 0 && (size_t)n < size;
-    }
-    if (names_wait(spec) || !(k->caps & BATON_CAP_WAIT) ||
-        !(k->waits & BATON_WAIT_BIT(BATON_WAIT_SPINPARK)) || baton_wait_may_park(&o.wait))
-        return false;
-    size_t name = strcspn(spec, ",");
-    int n = snprintf(out, size, "%.*s:spinpark%s", (int)name, spec, spec + name);
-    return n > 0 && (size_t)n < size;
-}
-
-/* An elide(<kind>) spec made fit for rwlocks, into out: elide(rw(<kind>))
- * with elide's options, or the spec itself when <kind> is a readers-writer
- * kind already.  false: not an elide spec, or it does not fit. */
-static bool elide_for_rwlock(const char *spec, char *out, size_t size)
-{
-    const baton_kind_t *k, *ik;
-    baton_opts_t o, io;
-    char canon[160], inner[160];
-    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0 || k != &baton_kind_elide ||
-        baton_opts_inner(&o, inner, sizeof inner) != 0 ||
-        baton_spec_parse(inner, &ik, &io, canon, sizeof canon) != 0)
-        return false;
-    const char *rest = o.inner + o.inner_len + 1; /* elide's own options */
-    int n = (ik->caps & BATON_CAP_RW) ? snprintf(out, size, "elide(%s)%s", inner, rest)
-                                       : snprintf(out, size, "elide(rw(%s))%s", inner, rest);
-    return n > 0 && (size_t)n < size;
-}
+/* --- configuration (the parsing is config.c's) ---------------------------------------- */
 
 /* `fallback`: another variable that configures this class when c->env is
  * unset (BATON_LOCK for OpenMP locks), or NULL. */
 static void configure(pl_class_t *c, const char *deflt, unsigned need, const char *fallback)
 {
-    const char *spec = getenv(c->env);
-    if ((spec == NULL || spec[0] == '\0') && fallback != NULL)
-        spec = getenv(fallback);
-    if (spec == NULL || spec[0] == '\0')
-        spec = deflt;
-    const baton_kind_t *k;
-    char canon[sizeof c->spec];
-    int rc = baton_spec_parse(spec, &k, &c->opts, canon, sizeof canon);
-    if (rc != 0)
-        pl_die("%s='%s': %s", c->env, spec, baton_last_error());
-    /* A spec that names no policy gets spinpark where the kind's own default
-     * only spins: an unmodified program may run more threads than there
-     * are cores, and a spinning FIFO lock then hands the lock to preempted
-     * waiters (measured: seconds per thousand acquisitions).  Name a policy
-     * ("mcs:spin") to get pure spinning.  Wrappers' inner kinds too. */
-    char parked[sizeof c->spec];
-    if (park_by_default(spec, parked, sizeof parked) &&
-        baton_spec_parse(parked, &k, &c->opts, canon, sizeof canon) == 0)
-        spec = parked;
-    else if (baton_spec_parse(spec, &k, &c->opts, canon, sizeof canon) != 0)
-        pl_die("%s='%s': %s", c->env, spec, baton_last_error());
-    /* Readers elide too: elide(<kind>) stands in for an rwlock over a
-     * readers-writer inner kind, and a mutex kind is wrapped in rw() first. */
-    char rw_elided[sizeof c->spec];
-    if ((need & BATON_CAP_RW) && k == &baton_kind_elide) {
-        if (elide_for_rwlock(spec, rw_elided, sizeof rw_elided) &&
-            baton_spec_parse(rw_elided, &k, &c->opts, canon, sizeof canon) == 0)
-            spec = rw_elided;
-        need &= ~(unsigned)BATON_CAP_RW; /* the inner kind is a readers-writer kind now */
-    }
-    /* A wrapper's inner kind is checked when a lock is made (elide(rcl) has
-     * no lock word to watch): make one now, so a bad spec stops the program
-     * at start like every other. */
-    if (k->wrapper) {
-        baton_lock_t *probe = baton_lock_new(spec);
-        if (probe == NULL)
-            pl_die("%s='%s': %s", c->env, spec, baton_last_error());
-        baton_lock_free(probe);
-    }
-    if (strcmp(k->name, "pthread") == 0) {
-        c->stock = true;
-    } else if ((k->caps & need) != need) {
-        char names[512];
-        interposable_names(names, sizeof names, need);
-        pl_die("%s='%s': kind '%s' cannot stand in for a pthread %s; use one of: %s", c->env, spec,
-               k->name, c->what, names);
-    }
-    /* Parse again from our own copy, so that a wrapper's inner spec points
-     * into memory that lives as long as the class. */
-    memcpy(c->spec, canon, sizeof c->spec);
-    rc = baton_spec_parse(c->spec, &k, &c->opts, canon, sizeof canon);
-    if (rc != 0)
-        pl_die("%s='%s': %s", c->env, c->spec, baton_last_error());
-    c->kind = k;
-    size_t align = k->align ? k->align : sizeof(void *);
-    c->slot = (k->size + align - 1) / align * align;
-    if (c->slot < sizeof(uint32_t))
-        c->slot = sizeof(uint32_t);
-    c->extra = k->footprint ? k->footprint(&c->opts) : 0;
+    const char *value = getenv(c->env);
+    if ((value == NULL || value[0] == '\0') && fallback != NULL)
+        value = getenv(fallback);
+    char err[1024];
+    if (pl_config_class(c, value, deflt, need, err, sizeof err) != 0)
+        pl_die("%s", err);
     pl_log("%s: %s%s (%zu bytes per lock)", c->what, c->spec, c->stock ? " (stock: glibc's own)" : "",
            c->stock ? (size_t)0 : c->slot + sizeof(void *) + c->extra);
 }
 
 /* BATON_RWLOCK's default: rw(relay); but when BATON_LOCK elides, readers
- * and writers elide too: elide(rw(<inner>)), or elide(<inner>) when the
- * inner kind is a readers-writer kind already. */
+ * and writers elide too (pl_config_rwlock_default()). */
 static const char *rwlock_default(void)
 {
     static char buf[sizeof pl_rwlock_class.spec];
-    const char *lock = getenv("BATON_LOCK");
-    return lock && elide_for_rwlock(lock, buf, sizeof buf) ? buf : PL_DEFAULT_RWLOCK;
+    return pl_config_rwlock_default(getenv("BATON_LOCK"), PL_DEFAULT_RWLOCK, buf, sizeof buf);
 }
 
 static void fork_prepare(void);
@@ -243,10 +118,8 @@ void pl_init_slow(void)
             sched_yield();
         return;
     }
-    const char *v = getenv("BATON_VERBOSE");
-    pl_verbose = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-    const char *p = getenv("BATON_PROFILE");
-    pl_profiling = p != NULL && p[0] != '\0' && strcmp(p, "0") != 0;
+    pl_verbose = pl_config_flag(getenv("BATON_VERBOSE"));
+    pl_profiling = pl_config_flag(getenv("BATON_PROFILE"));
     configure(&pl_mutex_class, PL_DEFAULT_LOCK, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, NULL);
     configure(&pl_rwlock_class, rwlock_default(), BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_RW, NULL);
     configure(&pl_spin_class, PL_DEFAULT_SPIN, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, NULL);

@@ -209,6 +209,36 @@ void pl_inplace_unlock(_Atomic uint32_t *w);
 /* Wait (spin, then yield) while *w == v. */
 void pl_wait_change(_Atomic uint32_t *w, uint32_t v);
 
+/* --- configuration (config.c) -------------------------------------------------
+ * What the environment variables mean.  Each takes a variable's value (NULL:
+ * unset) and reads nothing else; none prints or exits (errors come back in
+ * err, "VARIABLE='value': why"), so that a fuzz target can call them. */
+
+/* BATON_VERBOSE, BATON_PROFILE: on unless unset, empty or "0". */
+bool pl_config_flag(const char *value);
+/* BATON_LOCK, BATON_RWLOCK, BATON_SPIN, BATON_OMP_LOCK: configure class c
+ * (its spec, kind, options, slot size) from `value`, `deflt` when unset or
+ * empty; the kind must offer the caps `need` (or be "pthread": stock).
+ * 0, or -1 with the message in err. */
+int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err, size_t errlen);
+/* BATON_RWLOCK's default, given BATON_LOCK's value: `deflt`, or, when
+ * BATON_LOCK elides, elide(rw(<inner>)) (elide(<inner>) when the inner kind
+ * is a readers-writer kind already), written into buf. */
+const char *pl_config_rwlock_default(const char *lock_value, const char *deflt, char *buf, size_t size);
+/* BATON_BARRIER: *stock for "pthread", else the spec (checked by making a
+ * barrier of one) into spec; a line for BATON_VERBOSE into desc.  0 or -1. */
+int pl_config_barrier(const char *value, bool *stock, char *spec, size_t size, char *desc, size_t desclen,
+                      char *err, size_t errlen);
+/* BATON_PROFILE_HOLD_EVERY: 1 to 65536, else 8. */
+uint32_t pl_config_hold_every(const char *value);
+/* BATON_PROFILE_CLOCK: "monotonic" forces the monotonic clock. */
+bool pl_config_clock_monotonic(const char *value);
+/* BATON_PROFILE_OUT: copied into out when it fits (false otherwise). */
+bool pl_config_out_pattern(const char *value, char *out, size_t size);
+/* The profile's path from BATON_PROFILE_OUT's pattern: %p is the pid, %%
+ * a percent sign; cut short to what fits in size.  Returns its length. */
+size_t pl_config_out_path(const char *pattern, int pid, char *path, size_t size);
+
 /* --- the real functions ------------------------------------------------------ */
 
 /* Forwarded calls (stock classes, robust/pshared/priority mutexes,
