@@ -161,12 +161,9 @@ PRELOAD_API int pthread_barrier_init(pthread_barrier_t *barrier, const pthread_b
     if (b == NULL) {
         /* No memory (or the spec cannot serve this count): glibc's own, for
          * the rest of its life. */
+        pl_no_state(&pl_barrier_class, h != 0 ? errno : err, "is glibc's own for the rest of its life");
         if (h != 0)
             pl_slot_free(&pl_barrier_class, h);
-        if (h == 0 || errno == ENOMEM)
-            pl_out_of_memory(&pl_barrier_class, "is glibc's own for the rest of its life");
-        else
-            pl_log("pthread_barrier_init(%u): %s: glibc's own", count, baton_last_error());
         return 0;
     }
     slot_of(p, h)->b = b;

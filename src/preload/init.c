@@ -240,13 +240,13 @@ uint32_t pl_adopt(pl_class_t *c, _Atomic uint32_t *hw, const void *owner, uint32
     return expected;
 }
 
-uint32_t pl_adopt_or_inplace(pl_class_t *c, _Atomic uint32_t *w, const void *owner, uint32_t from, int *err)
+uint32_t pl_adopt_or_inplace(pl_class_t *c, _Atomic uint32_t *w, const void *owner, uint32_t from)
 {
-    uint32_t v = pl_adopt(c, w, owner, from, err);
-    if (v != 0 || *err != ENOMEM)
+    int err = 0;
+    uint32_t v = pl_adopt(c, w, owner, from, &err);
+    if (v != 0 || err == 0)
         return v;
-    *err = 0;
-    pl_out_of_memory(c, "is an in-place lock for the rest of its life");
+    pl_no_state(c, err, "is an in-place lock for the rest of its life");
     /* Relaxed: an in-place lock has nothing to publish; its acquiring CAS
      * orders what it guards. */
     if (baton_cas(w, &from, PL_INPLACE, memory_order_relaxed, memory_order_relaxed))
@@ -289,20 +289,19 @@ int pl_handle_state(pl_class_t *c, _Atomic uint32_t *hw, const void *owner, _Ato
         baton_store(prof, NULL, memory_order_relaxed);
         int err = 0;
         if (pl_adopt(c, hw, owner, h, &err) == 0 && err != 0) {
-            if (err != ENOMEM)
-                return err;
+            pl_no_state(c, err, "is glibc's own for the rest of its life");
             fall_back(owner, h);
         }
     }
 }
 
-void pl_out_of_memory(pl_class_t *c, const char *fallback)
+void pl_no_state(pl_class_t *c, int err, const char *fallback)
 {
     int expected = 0;
-    /* Relaxed: only decides who says it. */
-    if (baton_cas(&c->out_of_memory, &expected, 1, memory_order_relaxed, memory_order_relaxed))
-        pl_log("%s: out of memory for lock states (%llu live): a %s that cannot get one %s", c->what,
-               (unsigned long long)baton_load(&c->live, memory_order_relaxed), c->what, fallback);
+    /* Relaxed: only decides who says it; `live` is a statistic. */
+    if (baton_cas(&c->no_state, &expected, 1, memory_order_relaxed, memory_order_relaxed))
+        pl_log("%s: no lock state could be made (%s; %llu live): a %s that cannot get one %s", c->what,
+               strerror(err), (unsigned long long)baton_load(&c->live, memory_order_relaxed), c->what, fallback);
 }
 
 /* --- in-place locks (preload.h) ---------------------------------------------------- */

@@ -116,7 +116,7 @@ static inline bool foreign(uint32_t t)
     return !(t & PL_MARK) && (t & GLIBC_FOREIGN) != 0;
 }
 
-/* Out of memory: make the mutex glibc's own for the rest of its life.  The
+/* No state can be made: make the mutex glibc's own for the rest of its life.  The
  * handle word goes from `from` to PENDING while the fields glibc reads are
  * made those of a fresh glibc mutex of the same type (its __lock is 0
  * already), then to FWD. */
@@ -131,13 +131,12 @@ __attribute__((noinline, cold)) static void fall_back(const void *owner, uint32_
     m->count = 0;
     /* Release: pairs with the acquire loads of the handle in pl_handle_state(). */
     baton_store(&m->handle, PL_HANDLE_FWD, memory_order_release);
-    pl_out_of_memory(&pl_mutex_class, "is glibc's own for the rest of its life");
 }
 
 /* Configure, then: PL_FORWARD for glibc's mutexes (stock class; robust,
  * process-shared and priority ones; those made glibc's), else the state its
- * handle word names (pl_handle_state(): 0 with *sp set, PL_NO_STATE when
- * not `create`, or an error).  A state found here marks the type adopted
+ * handle word names (pl_handle_state(): 0 with *sp set, or PL_NO_STATE
+ * when not `create`).  A state found here marks the type adopted
  * (every thread stores the same value; no fall-back can follow a handle). */
 static int resolve(pl_mutex_t *m, void **sp, bool create)
 {
@@ -150,7 +149,7 @@ static int resolve(pl_mutex_t *m, void **sp, bool create)
         /* Relaxed: the fast paths test the mark and then the handle, which
          * they load with acquire. */
         baton_store(&m->type, adopt_type(t), memory_order_relaxed);
-    return rc == ENOMEM ? EAGAIN : rc;
+    return rc;
 }
 
 /* The fast paths' test: an adopted NORMAL mutex whose handle names a state

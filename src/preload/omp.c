@@ -192,11 +192,11 @@ static inline bool in_place(uint32_t v)
 }
 
 /* What the handle word `hw` of the lock at `owner` names for a set or a
- * test: the state serving it, adopted where there is none (the word is 0);
+ * test: the state serving it, adopted where there is none (the word is 0;
+ * an in-place lock when none can be made);
  * else NULL, with the word's value in *vp: an in-place lock, or garbage
  * that reads as held. */
-__attribute__((noinline)) static void *word_state_slow(_Atomic uint32_t *hw, const void *owner, uint32_t *vp,
-                                                       const char *what)
+__attribute__((noinline)) static void *word_state_slow(_Atomic uint32_t *hw, const void *owner, uint32_t *vp)
 {
     for (;;) {
         /* Acquire: pairs with the release CAS in pl_adopt(). */
@@ -208,26 +208,24 @@ __attribute__((noinline)) static void *word_state_slow(_Atomic uint32_t *hw, con
             *vp = v;
             return NULL;
         }
-        int err = 0;
-        if (pl_adopt_or_inplace(&pl_omp_class, hw, owner, 0u, &err) == 0 && err != 0)
-            no_state(what, err);
+        (void)pl_adopt_or_inplace(&pl_omp_class, hw, owner, 0u);
     }
 }
 
-static inline void *word_state(_Atomic uint32_t *hw, const void *owner, uint32_t *vp, const char *what)
+static inline void *word_state(_Atomic uint32_t *hw, const void *owner, uint32_t *vp)
 {
     /* Acquire: pairs with the release CAS in pl_adopt(). */
     void *s = pl_state_lookup(&pl_omp_class, baton_load(hw, memory_order_acquire), owner);
-    return BATON_LIKELY(s != NULL) ? s : word_state_slow(hw, owner, vp, what);
+    return BATON_LIKELY(s != NULL) ? s : word_state_slow(hw, owner, vp);
 }
 
 /* For a set: as word_state(), but garbage is waited on until the word
  * changes (libgomp waits for an unset); NULL means the in-place lock. */
-static inline void *set_state(_Atomic uint32_t *hw, const void *owner, const char *what)
+static inline void *set_state(_Atomic uint32_t *hw, const void *owner)
 {
     for (;;) {
         uint32_t v = 0;
-        void *s = word_state(hw, owner, &v, what);
+        void *s = word_state(hw, owner, &v);
         if (BATON_LIKELY(s != NULL) || in_place(v))
             return s;
         pl_wait_change(hw, v);
@@ -254,13 +252,11 @@ __attribute__((noinline)) static void *create_in_slot(_Atomic(void *) *slot, con
     int err = 0;
     void *s = pl_state_new(c, (const void *)slot, &h, &err);
     if (s == NULL) {
-        if (err != ENOMEM)
-            no_state(what, err);
         /* Relaxed: a ticket; the word is published by the CAS below. */
         unsigned i = baton_fetch_add(&critical_used, 1u, memory_order_relaxed);
         if (i >= CRITICAL_POOL)
             no_state(what, err);
-        pl_out_of_memory(c, "critical section is an in-place lock for the rest of the process");
+        pl_no_state(c, err, "critical section is an in-place lock for the rest of the process");
         baton_store(&critical_words[i], PL_INPLACE, memory_order_relaxed); /* published below */
         s = (void *)((uintptr_t)&critical_words[i] | 1u);
     }
@@ -470,7 +466,7 @@ PRELOAD_API void omp_set_lock(pl_omp_lock_t *lock)
         ((void (*)(pl_omp_lock_t *))stock(S_SET))(lock);
         return;
     }
-    void *s = set_state(&lock->handle, lock, "omp_set_lock");
+    void *s = set_state(&lock->handle, lock);
     acquire(s, &lock->handle, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
 }
 
@@ -488,7 +484,7 @@ PRELOAD_API int omp_test_lock(pl_omp_lock_t *lock)
     if (BATON_UNLIKELY(stock_mode()))
         return ((int (*)(pl_omp_lock_t *))stock(S_TEST))(lock);
     uint32_t v = 0;
-    void *s = word_state(&lock->handle, lock, &v, "omp_test_lock");
+    void *s = word_state(&lock->handle, lock, &v);
     if (BATON_UNLIKELY(s == NULL && !in_place(v)))
         return 0; /* garbage: held */
     return try_acquire(s, &lock->handle, lock, PL_PROF_OMP, __builtin_return_address(0)) == 0;
@@ -565,7 +561,7 @@ PRELOAD_API void omp_set_nest_lock(pl_omp_nest_lock_t *lock)
             pl_die("omp_set_nest_lock(%p): nested more than %d times", (void *)lock, INT_MAX);
         return;
     }
-    void *s = set_state(&lock->handle, lock, "omp_set_nest_lock");
+    void *s = set_state(&lock->handle, lock);
     acquire(s, &lock->handle, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
     baton_store(&lock->owner, self, memory_order_relaxed); /* see above; the lock orders the rest */
     lock->count = 1;
@@ -600,7 +596,7 @@ PRELOAD_API int omp_test_nest_lock(pl_omp_nest_lock_t *lock)
     if (baton_load(&lock->owner, memory_order_relaxed) == self)
         return nest_deeper(lock) ? (int)lock->count : 0;
     uint32_t v = 0;
-    void *s = word_state(&lock->handle, lock, &v, "omp_test_nest_lock");
+    void *s = word_state(&lock->handle, lock, &v);
     if (BATON_UNLIKELY(s == NULL && !in_place(v)))
         return 0; /* garbage: held */
     if (try_acquire(s, &lock->handle, lock, PL_PROF_OMP, __builtin_return_address(0)) != 0)

@@ -97,7 +97,7 @@ typedef struct pl_class {
     uint32_t free_head;          /* free list of handles (0: empty) */
     /* Accounting, for BATON_VERBOSE and `baton profile`. */
     _Atomic uint64_t live, peak, created;
-    _Atomic int out_of_memory;   /* said so (BATON_VERBOSE) */
+    _Atomic int no_state;        /* said that a state could not be made (BATON_VERBOSE) */
 } pl_class_t;
 
 extern pl_class_t pl_mutex_class, pl_rwlock_class, pl_spin_class, pl_omp_class, pl_barrier_class;
@@ -126,9 +126,10 @@ void *pl_state_new(pl_class_t *c, const void *owner, uint32_t *handle, int *err)
 /* Destroy (kind->destroy) and recycle; returns the kind's destroy code
  * (EBUSY if held, and then nothing is freed). */
 int pl_state_free(pl_class_t *c, void *state, uint32_t handle);
-/* Say once per class, with BATON_VERBOSE=1, that states ran out and to what
- * the objects that could get none fall back. */
-void pl_out_of_memory(pl_class_t *c, const char *fallback);
+/* Say once per class, with BATON_VERBOSE=1, that a state could not be made
+ * (err: ENOMEM, or the kind's init error) and to what the objects that get
+ * none fall back. */
+void pl_no_state(pl_class_t *c, int err, const char *fallback);
 
 /* Put a fresh state serving `owner` in the handle word *hw in place of
  * `from`, with one CAS.  Returns the word's value afterwards (the new
@@ -137,12 +138,12 @@ void pl_out_of_memory(pl_class_t *c, const char *fallback);
 uint32_t pl_adopt(pl_class_t *c, _Atomic uint32_t *hw, const void *owner, uint32_t from, int *err);
 
 /* pl_adopt(), for the objects whose fall-back is an in-place lock in the
- * word itself (spinlocks, omp locks): out of memory, the word becomes a free
- * in-place lock (preload.h) in place of `from`.  0 with *err set only for
- * the kind's init errors. */
-uint32_t pl_adopt_or_inplace(pl_class_t *c, _Atomic uint32_t *w, const void *owner, uint32_t from, int *err);
+ * word itself (spinlocks, omp locks): when no state can be made, the word
+ * becomes a free in-place lock in place of `from`.  Returns the word's value
+ * afterwards (never 0 unless a racer wrote 0). */
+uint32_t pl_adopt_or_inplace(pl_class_t *c, _Atomic uint32_t *w, const void *owner, uint32_t from);
 
-/* What pl_handle_state() may return besides 0 and an error code. */
+/* What pl_handle_state() may return besides 0. */
 #define PL_FORWARD (-1)  /* glibc's: forward the call */
 #define PL_NO_STATE (-2) /* none yet, and not asked to make one */
 
@@ -156,11 +157,11 @@ uint32_t pl_adopt_or_inplace(pl_class_t *c, _Atomic uint32_t *w, const void *own
  * 0 reads as free, and the object is adopted afresh (glibc: a copy of a
  * free lock is another free lock); anything else may read as held, and the
  * object is glibc's for good (PL_HANDLE_FWD), so that glibc does with its
- * bytes what it always does.  With `create`, a state is adopted
- * where there is none; when none can be had, fall_back(owner, word) makes
- * the object glibc's.  *prof (the object's profiler record) is cleared
+ * bytes what it always does.  With `create`, a state is adopted where there
+ * is none; when none can be made (out of memory, or the kind's init
+ * failed), fall_back(owner, word) makes the object glibc's.  *prof (the object's profiler record) is cleared
  * before a state is adopted: a copied or garbage one is not this object's.
- * Returns 0 (*sp set), PL_FORWARD, PL_NO_STATE, or the kind's init error. */
+ * Returns 0 (*sp set), PL_FORWARD, or PL_NO_STATE. */
 typedef struct pl_prof pl_prof_t; /* one profiled lock (opaque; profile.c) */
 int pl_handle_state(pl_class_t *c, _Atomic uint32_t *hw, const void *owner, _Atomic uint64_t *glibc_word,
                     _Atomic(pl_prof_t *) *prof, bool create, void (*fall_back)(const void *owner, uint32_t from),

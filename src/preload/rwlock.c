@@ -188,19 +188,18 @@ static inline void rd_remove(rd_entry_t *e)
 
 /* --- state --------------------------------------------------------------------- */
 
-/* Out of memory: glibc's own for the rest of its life.  Its fields are a
+/* No state can be made: glibc's own for the rest of its life.  Its fields are a
  * fresh glibc rwlock's already (all 0 but __flags). */
 __attribute__((noinline, cold)) static void fall_back(const void *owner, uint32_t from)
 {
     pl_rwlock_t *r = (pl_rwlock_t *)(uintptr_t)owner;
     /* Relaxed: nothing is published (glibc's fields are as init left them). */
-    if (baton_cas(&r->handle, &from, PL_HANDLE_FWD, memory_order_relaxed, memory_order_relaxed))
-        pl_out_of_memory(&pl_rwlock_class, "is glibc's own for the rest of its life");
+    (void)baton_cas(&r->handle, &from, PL_HANDLE_FWD, memory_order_relaxed, memory_order_relaxed);
 }
 
 /* The state of a baton rwlock: 0 with *sp set, PL_FORWARD (glibc's: the
- * stock class, process-shared, made glibc's), PL_NO_STATE (none yet, and
- * not `create`), or an error code. */
+ * stock class, process-shared, made glibc's), or PL_NO_STATE (none yet,
+ * and not `create`). */
 __attribute__((noinline)) static int state_slow(pl_rwlock_t *r, void **sp, bool create)
 {
     pl_init();
@@ -209,8 +208,7 @@ __attribute__((noinline)) static int state_slow(pl_rwlock_t *r, void **sp, bool 
         return PL_FORWARD;
     if (pl_rwlock_class.kind->tryrlock == NULL)
         pl_die("%s='%s': the kind has no tryrlock", pl_rwlock_class.env, pl_rwlock_class.spec);
-    int rc = pl_handle_state(&pl_rwlock_class, &r->handle, r, &r->owner, &r->prof, create, fall_back, sp);
-    return rc == ENOMEM ? EAGAIN : rc;
+    return pl_handle_state(&pl_rwlock_class, &r->handle, r, &r->owner, &r->prof, create, fall_back, sp);
 }
 
 static inline int state_of(pl_rwlock_t *r, void **sp)

@@ -78,12 +78,11 @@ static inline bool positive(uint32_t v)
 }
 
 /* The word holds `from` (0, or garbage that reads as free): put a fresh
- * state's handle in its place, or, out of memory, a free in-place lock.
- * Returns the word's value afterwards (ours or a racer's), or 0 with *err
- * set when the kind could not initialise a state. */
-static uint32_t adopt(pthread_spinlock_t *l, uint32_t from, int *err)
+ * state's handle in its place, or, when none can be made, a free in-place
+ * lock.  Returns the word's value afterwards (ours or a racer's). */
+static uint32_t adopt(pthread_spinlock_t *l, uint32_t from)
 {
-    return pl_adopt_or_inplace(&pl_spin_class, word_of(l), owner_of(l), from, err);
+    return pl_adopt_or_inplace(&pl_spin_class, word_of(l), owner_of(l), from);
 }
 
 /* --- profiling -------------------------------------------------------------------------- */
@@ -153,9 +152,7 @@ __attribute__((noinline)) static int lock_slow(pthread_spinlock_t *l, const void
         uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in pl_adopt() */
         void *s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
         if (s == NULL && (v == 0 || positive(v))) {
-            int err = 0;
-            if (adopt(l, v, &err) == 0 && err != 0)
-                return err;
+            (void)adopt(l, v);
             continue;
         }
         if (s == NULL && !in_place(v)) {
@@ -195,10 +192,7 @@ PRELOAD_API int pthread_spin_trylock(pthread_spinlock_t *l)
     void *s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
     if (BATON_UNLIKELY(s == NULL && (v == 0 || v == 1))) {
         /* No state yet, or garbage that reads as free. */
-        int err = 0;
-        v = adopt(l, v, &err);
-        if (v == 0)
-            return err;
+        v = adopt(l, v);
         s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
     }
     int rc = s != NULL ? pl_spin_class.kind->trylock(s) : in_place(v) ? pl_inplace_trylock(w) : EBUSY;
