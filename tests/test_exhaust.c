@@ -11,6 +11,7 @@
  * kind must work again.
  */
 #include "check.h"
+#include "limit_as.h"
 
 #include <baton/barrier.h>
 #include <baton/baton.h>
@@ -19,8 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #define MAX_SPECS 64
 
@@ -89,25 +88,6 @@ static void try_all(const char *when)
     }
 }
 
-static long vm_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = -1;
-    if (f != NULL) {
-        if (fscanf(f, "%ld", &pages) != 1)
-            pages = -1;
-        fclose(f);
-    }
-    return pages < 0 ? -1 : pages * sysconf(_SC_PAGESIZE);
-}
-
-static __attribute__((noinline)) void pre_fault_stack(void)
-{
-    volatile char pad[256 * 1024];
-    for (size_t i = 0; i < sizeof pad; i += 4096)
-        pad[i] = 1;
-}
-
 int main(void)
 {
     static char outbuf[4096]; /* stdout needs no memory later */
@@ -131,17 +111,8 @@ int main(void)
         if (l != NULL)
             baton_lock_free(l);
     }
-    pre_fault_stack();
-
-    long vm = vm_bytes();
-    CHECK(vm > 0, "cannot read /proc/self/statm");
     struct rlimit lim;
-    CHECK(getrlimit(RLIMIT_AS, &lim) == 0, "getrlimit");
-    struct rlimit low = lim;
-    low.rlim_cur = (rlim_t)vm + 512 * 1024;
-    if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < low.rlim_cur)
-        low.rlim_cur = lim.rlim_cur;
-    CHECK(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit");
+    CHECK(limit_as_lower(512 * 1024, &lim) == 0, "cannot lower RLIMIT_AS");
     fill_heap();
     CHECK(hoard != NULL, "nothing could be allocated under the limit");
 

@@ -13,9 +13,9 @@
  * (ctest checks that line in preload_exhaust_verbose).
  */
 #include "ptest.h"
+#include "../limit_as.h"
 
 #include <sys/mman.h>
-#include <sys/resource.h>
 
 #define N 5000 /* more than one slab chunk (4096 states) */
 #define ROUNDS 200
@@ -95,31 +95,10 @@ static int answer(void)
     return baton_load(&job_rc, memory_order_relaxed); /* ordered by the acquire in ptest_await() */
 }
 
-static long vm_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = -1;
-    if (f != NULL) {
-        if (fscanf(f, "%ld", &pages) != 1)
-            pages = -1;
-        fclose(f);
-    }
-    return pages < 0 ? -1 : pages * sysconf(_SC_PAGESIZE);
-}
-
-/* Touch the stack now: growing it later would count against the limit. */
-static __attribute__((noinline)) void pre_fault_stack(void)
-{
-    volatile char pad[256 * 1024];
-    for (size_t i = 0; i < sizeof pad; i += 4096)
-        pad[i] = 1;
-}
-
 int main(void)
 {
     ptest_begin("exhaust", 120);
     pthread_t t = ptest_spawn(helper, NULL);
-    pre_fault_stack();
     /* One of each used before the limit: under the interposer the first
      * slab chunk of each class exists, so that the objects made after the
      * limit fill it, and only the rest (past 4096) find no state. */
@@ -131,16 +110,8 @@ int main(void)
     REQUIRE(pthread_spin_lock(&spins[0]), 0);
     REQUIRE(pthread_spin_unlock(&spins[0]), 0);
     ptest_phase = "lowering RLIMIT_AS";
-    long vm = vm_bytes();
-    if (vm <= 0)
-        ptest_fatal(__LINE__, "cannot read /proc/self/statm");
-    struct rlimit old, lim;
-    REQUIRE(getrlimit(RLIMIT_AS, &old), 0);
-    lim = old;
-    lim.rlim_cur = (rlim_t)vm + 256 * 1024; /* less than one slab chunk */
-    if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lim.rlim_cur)
-        lim.rlim_cur = old.rlim_cur;
-    REQUIRE(setrlimit(RLIMIT_AS, &lim), 0);
+    struct rlimit old;
+    REQUIRE(limit_as_lower(256 * 1024, &old), 0); /* less than one slab chunk */
     /* The limit holds: a chunk-sized mapping fails. */
     void *probe = mmap(NULL, 1u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(probe == MAP_FAILED, "a 1 MiB mmap succeeded under RLIMIT_AS");
