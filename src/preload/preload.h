@@ -30,12 +30,12 @@
  * object.  A value that does not name a state serving this object is
  * treated as glibc would treat the same bytes (each file says how).
  *
- * When no state can be had (out of memory: RLIMIT_AS, a failing mmap) the
- * object falls back to a lock that needs no memory, for its whole life:
- * glibc's own (mutexes, rwlocks, barriers: the object is marked forwarded),
- * or an in-place lock in the object's word (spinlocks, omp locks, whose 4
- * bytes cannot hold glibc's lock and a mark).  BATON_VERBOSE=1 says so once
- * per class.
+ * When no state can be made (out of memory: RLIMIT_AS, a failing mmap; or
+ * the kind's init fails) the object falls back to a lock that needs no
+ * memory, for its whole life: glibc's own (mutexes, rwlocks, barriers: the
+ * object is marked forwarded), or an in-place lock in the object's word
+ * (spinlocks, omp locks, critical sections, whose words cannot hold glibc's
+ * lock and a mark).  BATON_VERBOSE=1 says so once per class.
  */
 #ifndef BATON_PRELOAD_H
 #define BATON_PRELOAD_H
