@@ -329,6 +329,9 @@ typedef int (*bench_own_opt_fn)(int c, const char *arg, void *ctx);
 /* Parse argv for the bench `name`: the shared options into *o, every other
  * one through own (NULL: none).  Returns -1 to go on, or the exit status:
  * 0 after --help, 2 after a bad option, value or operand (usage printed). */
+/* bench_parse_only (tests/fuzz/fuzz_bench.c): bench_getopt() also expands
+ * --locks, and then returns 0 instead of -1, so that no bench runs. */
+extern bool bench_parse_only;
 int bench_getopt(const char *name, int argc, char **argv, const struct option *opts,
                  bench_opts_t *o, bench_own_opt_fn own, void *ctx, void (*usage)(FILE *));
 

@@ -307,10 +307,15 @@ int bench_parse_ints(const char *s, int *out, int max)
     return n;
 }
 
+bool bench_parse_only;
+
 int bench_getopt(const char *name, int argc, char **argv, const struct option *opts,
                  bench_opts_t *o, bench_own_opt_fn own, void *ctx, void (*usage)(FILE *))
 {
-    optind = 1;
+    /* 0, not 1: glibc then starts afresh, forgetting where a previous parse
+     * stopped inside an argument ("-hx" after its h), which would point into
+     * that call's argv (fuzz_bench parses many command lines in one process). */
+    optind = 0;
     int c, idx = -1;
     while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         int bad = 0;
@@ -339,6 +344,13 @@ int bench_getopt(const char *name, int argc, char **argv, const struct option *o
         fprintf(stderr, "baton bench %s: unexpected argument '%s'\n", name, argv[optind]);
         usage(stderr);
         return 2;
+    }
+    if (bench_parse_only) {
+        static char specs[64][BENCH_SPEC_MAX];
+        char err[256];
+        if (o->locks != NULL && bench_expand_locks(o->locks, specs, 64, err, sizeof err) < 0)
+            return 2;
+        return 0;
     }
     return -1;
 }

@@ -34,6 +34,12 @@ const char *cli_apps_dir(const char *prog);
 /* The absolute path of the running baton binary. */
 const char *cli_self_exe(void);
 
+/* If the dynamic loader will run `cmd` (as execvp finds it) in secure mode,
+ * ignoring LD_PRELOAD (set-user-ID or set-group-ID to another identity,
+ * file capabilities), say so on stderr: it would run stock, and baton
+ * would measure nothing.  cli_spawn() calls it when it preloads. */
+void cli_warn_secure(const char *prog, const char *cmd);
+
 /* Environment changes applied in the child just before exec. */
 typedef struct cli_env {
     const char *preload;   /* prepended to LD_PRELOAD; NULL: none */

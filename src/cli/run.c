@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #ifndef BATON_SOURCE_DIR
@@ -166,6 +168,60 @@ const char *cli_apps_dir(const char *prog)
     return NULL;
 }
 
+/* --- programs the loader runs without the interposer ------------------------------------ */
+
+/* The file execvp() would run for `cmd`: cmd itself when it names a path,
+ * else the first executable regular file of that name on PATH. */
+static bool find_program(const char *cmd, char *out, size_t size)
+{
+    struct stat st;
+    if (strchr(cmd, '/') != NULL) {
+        int n = snprintf(out, size, "%s", cmd);
+        return n > 0 && (size_t)n < size;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; p++) {
+        size_t len = strcspn(p, ":");
+        int n = snprintf(out, size, "%.*s%s%s", (int)len, p, len ? "/" : "", cmd);
+        if (n > 0 && (size_t)n < size && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return true;
+        p += len;
+        if (*p == '\0')
+            return false;
+    }
+}
+
+void cli_warn_secure(const char *prog, const char *cmd)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    struct statvfs fs;
+    if (!find_program(cmd, path, sizeof path) || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    if (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID))
+        return; /* the loader ignores the bits there: the interposer loads */
+    /* What makes the loader run the program in secure mode (AT_SECURE),
+     * where it ignores LD_PRELOAD's paths: an identity that changes at
+     * exec, or file capabilities. */
+    const char *why = NULL;
+    if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
+        why = "set-user-ID";
+    else if ((st.st_mode & S_ISGID) && st.st_gid != getegid())
+        why = "set-group-ID";
+    else if (getxattr(path, "security.capability", NULL, 0) > 0)
+        why = "given file capabilities";
+    static bool said; /* once per baton process (advise runs the command many times) */
+    if (why != NULL && !said) {
+        said = true;
+        fprintf(stderr,
+                "%s: %s is %s: the dynamic loader ignores LD_PRELOAD for it (secure execution), so it runs "
+                "with glibc's own locks, stock, and baton measures nothing\n",
+                prog, path, why);
+    }
+}
+
 /* --- environment and processes ---------------------------------------------------------- */
 
 void cli_env_put(cli_env_t *e, const char *name, const char *value)
@@ -246,6 +302,8 @@ static void restore_signals(void)
 
 pid_t cli_spawn(const char *prog, char **argv, const cli_env_t *e, int out_fd, int err_fd)
 {
+    if (e != NULL && e->preload != NULL)
+        cli_warn_secure(prog, argv[0]);
     fflush(NULL);
     struct sigaction fw;
     memset(&fw, 0, sizeof fw);
@@ -395,6 +453,8 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "baton run: cannot set the environment: %s\n", strerror(errno));
         return 2;
     }
+    cli_warn_secure("baton run", argv[i]);
+    fflush(NULL);
     execvp(argv[i], argv + i);
     int err = errno;
     fprintf(stderr, "baton run: cannot run '%s': %s\n", argv[i], strerror(err));

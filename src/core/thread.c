@@ -12,7 +12,10 @@
 /* The arena: a directory of chunks.  CHUNK_NODES nodes per chunk (128 KiB);
  * DIR_CHUNKS chunks give 2^26 records, far more than any process has threads
  * times locks in flight.  The directory is static and zero: untouched pages
- * cost no memory. */
+ * cost no memory.  So is the first chunk: a process out of address space
+ * (RLIMIT_AS) still has its first 1024 records, since static memory is
+ * mapped at start-up; only past them does a lock that needs a record and
+ * finds no memory stop the program (a lock has no way to report it). */
 #define CHUNK_SHIFT 10
 #define CHUNK_NODES (1u << CHUNK_SHIFT)
 #define DIR_CHUNKS (1u << 16)
@@ -22,6 +25,7 @@ static uint32_t next_index;                   /* under arena_mutex */
 static baton_qnode_t *free_nodes;             /* under arena_mutex */
 static baton_qnode_t *free_monitors;          /* under arena_mutex */
 static baton_syslock_t arena_mutex = BATON_SYSLOCK_INIT;
+static baton_qnode_t first_chunk[CHUNK_NODES];
 
 _Thread_local baton_thread_state_t *baton_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
@@ -51,7 +55,7 @@ static baton_qnode_t *arena_take(baton_qnode_t **list)
     }
     baton_qnode_t *chunk = atomic_load_explicit(&dir[c], memory_order_relaxed);
     if (!chunk) {
-        chunk = aligned_alloc(BATON_CACHELINE, sizeof(baton_qnode_t) * CHUNK_NODES);
+        chunk = c == 0 ? first_chunk : aligned_alloc(BATON_CACHELINE, sizeof(baton_qnode_t) * CHUNK_NODES);
         if (!chunk) {
             fprintf(stderr, "baton: out of memory for queue nodes\n");
             abort();
@@ -79,9 +83,9 @@ static void thread_exit(void *arg)
     if (ts->monitor) {
         ts->monitor->pool_next = free_monitors;
         free_monitors = ts->monitor;
+        ts->monitor = NULL;
     }
     baton_syslock_unlock(&arena_mutex);
-    free(ts);
     baton_tls = NULL;
 }
 
@@ -100,17 +104,17 @@ static void make_key(void)
     }
 }
 
+/* The thread's state itself: in static TLS, so that no thread ever waits for
+ * memory to get one. */
+static _Thread_local baton_thread_state_t own_state __attribute__((tls_model("initial-exec")));
+
 baton_thread_state_t *baton_thread_state_slow(void)
 {
     baton_thread_state_t *ts = baton_tls;
     if (BATON_LIKELY(ts != NULL))
         return ts;
     pthread_once(&key_once, make_key);
-    ts = calloc(1, sizeof *ts);
-    if (!ts) {
-        fprintf(stderr, "baton: out of memory for thread state\n");
-        abort();
-    }
+    ts = &own_state;
     baton_tls = ts;
     pthread_setspecific(exit_key, ts);
     return ts;

@@ -70,29 +70,43 @@ static BATON_RTM_FN unsigned probe(unsigned tries)
 }
 #endif
 
+int baton_htm_env(const char *value, unsigned *cause)
+{
+    if (value == NULL || value[0] == '\0' || !strcmp(value, "auto"))
+        return BATON_RTM_ENV_AUTO;
+    if (!strcmp(value, "0") || !strcmp(value, "off"))
+        return BATON_RTM_ENV_OFF;
+    if (!strncmp(value, "inject:", 7))
+        for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
+            if (!strcmp(value + 7, cause_names[c])) {
+                *cause = c;
+                return BATON_RTM_ENV_INJECT;
+            }
+    return BATON_RTM_ENV_BAD;
+}
+
 static void setup(void)
 {
     const char *env = getenv("BATON_RTM");
+    unsigned c = 0;
+    int asked = baton_htm_env(env, &c);
     info.state = "absent";
     info.why = "the CPU does not advertise RTM";
-    if (env && (!strcmp(env, "0") || !strcmp(env, "off"))) {
+    if (asked == BATON_RTM_ENV_OFF) {
         info.state = "disabled";
         info.why = "BATON_RTM=off: behaving as if the CPU had no RTM";
         return;
     }
-    if (env && !strncmp(env, "inject:", 7)) {
-        for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
-            if (!strcmp(env + 7, cause_names[c])) {
-                baton_store(&baton_htm_inject_status, status_of(c), memory_order_relaxed);
-                snprintf(state_buf, sizeof state_buf, "inject:%s", cause_names[c]);
-                info.state = state_buf;
-                info.why = "BATON_RTM=inject: every transaction aborts at once (testing)";
-                info.usable = 1;
-                baton_store(&baton_htm_mode_v, BATON_HTM_INJECT, memory_order_relaxed);
-                return;
-            }
+    if (asked == BATON_RTM_ENV_INJECT) {
+        baton_store(&baton_htm_inject_status, status_of(c), memory_order_relaxed);
+        snprintf(state_buf, sizeof state_buf, "inject:%s", cause_names[c]);
+        info.state = state_buf;
+        info.why = "BATON_RTM=inject: every transaction aborts at once (testing)";
+        info.usable = 1;
+        baton_store(&baton_htm_mode_v, BATON_HTM_INJECT, memory_order_relaxed);
+        return;
     }
-    if (env && *env && strcmp(env, "auto") != 0) {
+    if (asked == BATON_RTM_ENV_BAD) {
         fprintf(stderr, "baton: BATON_RTM=%s not understood (expected auto, off, or inject:<cause> "
                         "with a cause among conflict, capacity, busy, explicit, retry, nested, "
                         "debug, other); behaving as if the CPU had no RTM\n", env);

@@ -48,6 +48,12 @@
 
 enum { BATON_HTM_NONE = 0, BATON_HTM_REAL = 1, BATON_HTM_INJECT = 2 };
 
+/* What BATON_RTM's value (NULL: unset) asks for: AUTO (unset, empty,
+ * "auto"), OFF ("0", "off"), INJECT ("inject:<cause>", the cause's index
+ * in *cause), or BAD.  Reads nothing else (a fuzz target calls it). */
+enum { BATON_RTM_ENV_AUTO, BATON_RTM_ENV_OFF, BATON_RTM_ENV_INJECT, BATON_RTM_ENV_BAD };
+int baton_htm_env(const char *value, unsigned *cause);
+
 /* Decided once (baton_htm_setup, from every elide lock's init), then only
  * read.  Relaxed loads: pthread_once orders the setup before the first
  * lock that could read them is published. */

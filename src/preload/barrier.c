@@ -3,25 +3,45 @@
  * BATON_BARRIER names the barrier (baton/barrier.h's spec grammar; unset or
  * empty: the default barrier spec; "pthread": glibc's own, every call
  * forwarded).  pthread_barrier_init creates a baton barrier of `count`
- * places and keeps a pointer to it in the pthread_barrier_t (32 bytes):
+ * places, keeps it in a slot of a slab (preload.h) and the slot's handle in
+ * the pthread_barrier_t (32 bytes):
  *
- *   offset 0    the baton_barrier_t pointer
- *   offset 24   a check word: BARRIER_MAGIC ^ the pointer's low 32 bits
+ *   offset 0    glibc's own fields (in, current_round, count, shared, out,
+ *               20 bytes), written by glibc's pthread_barrier_init, which
+ *               ours calls first: the object is always also a valid glibc
+ *               barrier of the same count
+ *   offset 24   handle: the slot of the baton barrier, when its back-pointer
+ *               is this object; anything else (0, garbage, a copy of another
+ *               barrier's handle) means glibc's barrier
+ *   offset 28   entering: threads inside pthread_barrier_wait on this object,
+ *               counted before anything else is read
  *
- * glibc's own barrier uses the first 20 bytes (in, current_round, count,
- * shared, out), so the check word tells a baton barrier from a glibc one:
- * process-shared barriers (whose memory other processes map, where our
- * pointer would mean nothing) are initialised by glibc, with the check word
- * cleared, and every later call on them is forwarded.
+ * So every object that is not one of ours goes to glibc, which finds a
+ * barrier where glibc would: process-shared barriers (whose memory other
+ * processes map, where a slot of ours would mean nothing), barriers that
+ * could get no memory (out of memory: glibc's own, for their whole life), a
+ * copy of an initialised barrier (glibc: another barrier of the same count),
+ * and a wait that comes after destroy (glibc: the barrier still works).
+ * Garbage that was never initialised is glibc's too, and glibc does with it
+ * what it always does.
  *
  * POSIX semantics: EINVAL for a count of 0 (and, as glibc, for counts of
  * UINT_MAX / 2 and more); exactly one PTHREAD_BARRIER_SERIAL_THREAD per
  * episode (baton_barrier_wait's BATON_BARRIER_SERIAL_THREAD is the same
- * value).  pthread_barrier_destroy, as in glibc, waits for threads released
- * by the last episode that have not yet left pthread_barrier_wait, so the
- * serial thread may destroy (and re-initialise) the barrier at once; if a
- * thread is still blocked in an unfinished episode (undefined behaviour in
- * POSIX; glibc waits forever) it gives EBUSY after about two seconds.
+ * value).
+ *
+ * Destroy.  As in glibc, pthread_barrier_destroy waits for the threads that
+ * have entered pthread_barrier_wait to leave, so the serial thread may
+ * destroy (and re-initialise) the barrier at once, and a thread that is
+ * still entering the wait when another destroys (undefined in POSIX) does
+ * not find it freed under it: destroy marks the slot dying, then waits
+ * until `entering` is 0, then frees.  A waiter counts itself in `entering`
+ * first and then looks at the slot; one that finds it dying counts itself
+ * out and waits until destroy decides (seq_cst on both sides: either
+ * destroy sees the waiter, or the waiter sees the mark).  If a thread is
+ * still blocked in an unfinished episode (undefined behaviour in POSIX;
+ * glibc waits forever) destroy gives EBUSY after about two seconds and the
+ * barrier stays as it was.
  *
  * One difference from glibc: a barrier has `count` places, and a thread
  * keeps its place from its first wait until it exits (baton/barrier.h), so
@@ -41,19 +61,23 @@
 #include <string.h>
 #include <time.h>
 
-#define BARRIER_MAGIC 0x42544e42u /* "BNTB" */
 /* Destroy waits at most this long for threads to leave a finished episode. */
 #define DESTROY_PATIENCE_NS 2000000000ull
 
 typedef struct pl_barrier {
-    baton_barrier_t *b;
-    uint32_t glibc_fields[4]; /* untouched; glibc's own end at offset 20 */
-    uint32_t check;
+    uint32_t glibc_fields[5]; /* glibc's own; written by its pthread_barrier_init only */
     uint32_t unused;
+    _Atomic uint32_t handle;   /* 24 */
+    _Atomic uint32_t entering; /* 28 */
 } pl_barrier_t;
 
 _Static_assert(sizeof(pl_barrier_t) <= sizeof(pthread_barrier_t), "the layout fits a pthread_barrier_t");
-_Static_assert(offsetof(pl_barrier_t, check) >= 20, "the check word lies beyond glibc's fields");
+
+/* A slot of pl_barrier_class. */
+typedef struct barrier_slot {
+    baton_barrier_t *b;
+    _Atomic uint32_t dying; /* destroy is waiting for the waiters to leave */
+} barrier_slot_t;
 
 typedef struct barrier_real {
     int (*init)(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
@@ -87,23 +111,11 @@ __attribute__((noinline, cold)) static void configure(void)
     *(void **)&real.init = need("pthread_barrier_init");
     *(void **)&real.wait = need("pthread_barrier_wait");
     *(void **)&real.destroy = need("pthread_barrier_destroy");
-    const char *s = getenv("BATON_BARRIER");
-    if (s == NULL || s[0] == '\0')
-        s = "default";
-    if (strcmp(s, "pthread") == 0) {
-        stock = true;
-        pl_log("barrier: pthread (stock: glibc's own)");
-    } else {
-        /* Validate now, for one clear message at the first barrier. */
-        baton_barrier_t *probe = baton_barrier_new(s, 1);
-        if (probe == NULL)
-            pl_die("BATON_BARRIER='%s': %s", s, baton_last_error());
-        pl_log("barrier: %s (for one thread: %s)", s, baton_barrier_spec(probe));
-        (void)baton_barrier_free(probe);
-        if (strlen(s) >= sizeof spec)
-            pl_die("BATON_BARRIER='%s': longer than %zu bytes", s, sizeof spec - 1);
-        strcpy(spec, s);
-    }
+    pl_barrier_class.slot = sizeof(barrier_slot_t);
+    char desc[sizeof spec + 200], err[sizeof spec + 600];
+    if (pl_config_barrier(getenv("BATON_BARRIER"), &stock, spec, sizeof spec, desc, sizeof desc, err, sizeof err) != 0)
+        pl_die("%s", err);
+    pl_log("barrier: %s", desc);
     baton_store(&configured, 2, memory_order_release);
 }
 
@@ -120,66 +132,95 @@ static inline pl_barrier_t *as_pl(pthread_barrier_t *b)
     return (pl_barrier_t *)(void *)b;
 }
 
-/* Ours?  (Plain reads: init is ordered before every use by the program.) */
-static inline baton_barrier_t *ours(pthread_barrier_t *b)
+/* The slot the handle `h` names, if it serves this barrier. */
+static inline barrier_slot_t *slot_of(pl_barrier_t *p, uint32_t h)
 {
-    pl_barrier_t *p = as_pl(b);
-    if (p->b != NULL && p->check == (BARRIER_MAGIC ^ (uint32_t)(uintptr_t)p->b))
-        return p->b;
-    return NULL;
+    return pl_state_lookup(&pl_barrier_class, h, p);
 }
 
 PRELOAD_API int pthread_barrier_init(pthread_barrier_t *barrier, const pthread_barrierattr_t *attr,
                                      unsigned count)
 {
     barrier_init_once();
-    if (stock)
-        return real.init(barrier, attr, count);
-    if (count == 0 || count >= UINT_MAX / 2)
-        return EINVAL;
+    /* glibc's barrier first, in every case: it checks count and attr. */
+    int rc = real.init(barrier, attr, count);
+    if (stock || rc != 0)
+        return rc;
     pl_barrier_t *p = as_pl(barrier);
+    /* Relaxed: initialisation precedes any use, which the program orders. */
+    baton_store(&p->entering, 0u, memory_order_relaxed);
+    baton_store(&p->handle, 0u, memory_order_relaxed);
     int pshared = PTHREAD_PROCESS_PRIVATE;
     if (attr != NULL && pthread_barrierattr_getpshared(attr, &pshared) != 0)
         return EINVAL;
-    if (pshared == PTHREAD_PROCESS_SHARED) {
-        p->check = 0; /* glibc's from now on */
-        return real.init(barrier, attr, count);
-    }
-    baton_barrier_t *b = baton_barrier_new(spec, count);
+    if (pshared == PTHREAD_PROCESS_SHARED)
+        return 0; /* glibc's */
+    int err = 0;
+    uint32_t h = pl_slot_new(&pl_barrier_class, p, &err);
+    baton_barrier_t *b = h != 0 ? baton_barrier_new(spec, count) : NULL;
     if (b == NULL) {
-        pl_log("pthread_barrier_init(%u): %s", count, baton_last_error());
-        return errno == ENOMEM ? ENOMEM : EAGAIN;
+        /* No memory (or the spec cannot serve this count): glibc's own, for
+         * the rest of its life. */
+        pl_no_state(&pl_barrier_class, h != 0 ? errno : err, "is glibc's own for the rest of its life");
+        if (h != 0)
+            pl_slot_free(&pl_barrier_class, h);
+        return 0;
     }
-    p->b = b;
-    p->check = BARRIER_MAGIC ^ (uint32_t)(uintptr_t)b;
+    slot_of(p, h)->b = b;
+    /* Release: publishes the slot; pairs with the loads of the handle in
+     * wait and destroy. */
+    baton_store(&p->handle, h, memory_order_release);
     return 0;
 }
 
 PRELOAD_API int pthread_barrier_wait(pthread_barrier_t *barrier)
 {
     barrier_init_once();
-    baton_barrier_t *b = stock ? NULL : ours(barrier);
-    if (BATON_UNLIKELY(b == NULL))
+    if (stock)
         return real.wait(barrier);
-    int rc = baton_barrier_wait(b);
-    if (BATON_UNLIKELY(rc != 0 && rc != BATON_BARRIER_SERIAL_THREAD))
-        pl_log("pthread_barrier_wait: %s", baton_last_error());
-    return rc; /* BATON_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD */
+    pl_barrier_t *p = as_pl(barrier);
+    for (;;) {
+        /* Seq_cst, with the load of the handle and of `dying` below, against
+         * destroy's seq_cst store of `dying` and load of `entering`: either
+         * destroy sees this thread counted, or this thread sees the mark. */
+        baton_fetch_add(&p->entering, 1u, memory_order_seq_cst);
+        uint32_t h = baton_load(&p->handle, memory_order_seq_cst);
+        barrier_slot_t *sl = slot_of(p, h);
+        if (sl == NULL) {
+            /* Release: our reads of the object are done (pairs with destroy's
+             * loads of `entering`). */
+            baton_fetch_sub(&p->entering, 1u, memory_order_release);
+            return real.wait(barrier);
+        }
+        if (BATON_UNLIKELY(baton_load(&sl->dying, memory_order_seq_cst) != 0)) {
+            baton_fetch_sub(&p->entering, 1u, memory_order_release); /* as above */
+            /* Destroy decides: it frees (the handle changes) or gives up (the
+             * mark goes).  Slots are never unmapped: reading a freed one is
+             * safe.  Acquire: pairs with destroy's release stores. */
+            while (baton_load(&p->handle, memory_order_acquire) == h && baton_load(&sl->dying, memory_order_acquire))
+                sched_yield();
+            continue;
+        }
+        int rc = baton_barrier_wait(sl->b);
+        /* Release: our use of the barrier happens before destroy frees it
+         * (pairs with destroy's seq_cst loads of `entering`). */
+        baton_fetch_sub(&p->entering, 1u, memory_order_release);
+        if (BATON_UNLIKELY(rc != 0 && rc != BATON_BARRIER_SERIAL_THREAD))
+            pl_log("pthread_barrier_wait: %s", baton_last_error());
+        return rc; /* BATON_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD */
+    }
 }
 
 _Static_assert(BATON_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD, "the serial-thread marker is POSIX's");
 
-PRELOAD_API int pthread_barrier_destroy(pthread_barrier_t *barrier)
+/* Wait until no thread is inside pthread_barrier_wait on p: yielding first,
+ * then sleeping up to 1 ms at a time; false after DESTROY_PATIENCE_NS. */
+static bool await_leavers(pl_barrier_t *p)
 {
-    barrier_init_once();
-    baton_barrier_t *b = stock ? NULL : ours(barrier);
-    if (b == NULL)
-        return real.destroy(barrier);
-    /* Threads released by the last episode may still be on their way out:
-     * wait for them, yielding first, then sleeping up to 1 ms at a time. */
     uint64_t start = 0;
     long sleep_ns = 10000;
-    for (unsigned tries = 0; baton_barrier_free(b) == EBUSY; tries++) {
+    /* Seq_cst: see pthread_barrier_wait(). */
+    for (unsigned tries = 0; baton_load(&p->entering, memory_order_seq_cst) != 0; tries++) {
         if (tries < 64) {
             sched_yield();
             continue;
@@ -188,14 +229,36 @@ PRELOAD_API int pthread_barrier_destroy(pthread_barrier_t *barrier)
         if (start == 0)
             start = now;
         else if (now - start > DESTROY_PATIENCE_NS)
-            return EBUSY; /* a thread is blocked in an unfinished episode */
+            return false;
         struct timespec d = {0, sleep_ns};
         nanosleep(&d, NULL);
         if (sleep_ns < 1000000)
             sleep_ns *= 2;
     }
+    return true;
+}
+
+PRELOAD_API int pthread_barrier_destroy(pthread_barrier_t *barrier)
+{
+    barrier_init_once();
+    if (stock)
+        return real.destroy(barrier);
     pl_barrier_t *p = as_pl(barrier);
-    p->b = NULL;
-    p->check = 0;
+    /* Acquire: pairs with the release store of the handle in init. */
+    uint32_t h = baton_load(&p->handle, memory_order_acquire);
+    barrier_slot_t *sl = slot_of(p, h);
+    if (sl == NULL)
+        return real.destroy(barrier);
+    baton_store(&sl->dying, 1u, memory_order_seq_cst); /* see pthread_barrier_wait() */
+    if (!await_leavers(p) || baton_barrier_free(sl->b) != 0) {
+        /* A thread is blocked in an unfinished episode.  Release: pairs with
+         * the acquire loads of the waiters that saw the mark. */
+        baton_store(&sl->dying, 0u, memory_order_release);
+        return EBUSY;
+    }
+    /* From now on the object is glibc's barrier, as init left it.  Release:
+     * pairs with the acquire loads of the waiters that saw the mark. */
+    baton_store(&p->handle, 0u, memory_order_release);
+    pl_slot_free(&pl_barrier_class, h);
     return 0;
 }

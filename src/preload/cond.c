@@ -83,6 +83,18 @@
  * destroy returns 0 as glibc does, once no leaver is still unlinking itself;
  * it returns EBUSY (where glibc 2.36 would block for ever) only when a
  * private condvar still queues a waiter that was never signalled.
+ *
+ * Garbage.  A condvar that was never initialised (nor zeroed) holds
+ * whatever its memory held, and its queue pointers must not be followed.  A
+ * check word vouches for them: every change of head and tail (all under the
+ * internal lock) stores cv_check_of(head, tail), which is 0 for an empty
+ * queue, so zeroed memory is a valid condvar.  Under the lock, before the
+ * queue is read, a queue the check word does not vouch for is emptied: no
+ * thread can be waiting on it, since queueing a waiter writes the check.
+ * So signal, broadcast and destroy of such a condvar return 0 (glibc's,
+ * when its waiter count reads 0), and a wait waits on an empty queue.  A
+ * garbage internal lock word reads as held and blocks, as a garbage
+ * internal lock of glibc's condvar does.
  */
 #include "preload.h"
 
@@ -120,10 +132,42 @@ typedef struct cv {
     _Atomic uint32_t seq;        /* 24: shared condvars: the futex word */
     _Atomic uint32_t dgen;       /* 28: destroy sleeps on it while leavers finish */
     uint32_t dwait;              /* 32: destroy is waiting (under lock) */
+    uint32_t check;              /* 36: cv_check_of(head, tail) (under lock) */
 } cv_t;
 
 _Static_assert(sizeof(cv_t) <= sizeof(pthread_cond_t), "cv_t must fit inside pthread_cond_t");
 _Static_assert(_Alignof(cv_t) <= _Alignof(pthread_cond_t), "cv_t must not need more alignment");
+
+#define CV_MAGIC 0x43564b31u /* "CVK1" */
+
+/* The check word of a queue: 0 when it is empty. */
+static inline uint32_t cv_check_of(const cv_waiter_t *head, const cv_waiter_t *tail)
+{
+    if (head == NULL && tail == NULL)
+        return 0;
+    uint64_t x = (uint64_t)(uintptr_t)head ^ ((uint64_t)(uintptr_t)tail * 0x9e3779b97f4a7c15u);
+    uint32_t c = CV_MAGIC ^ (uint32_t)x ^ (uint32_t)(x >> 32);
+    return c != 0 ? c : CV_MAGIC;
+}
+
+/* Under the lock, after head or tail changed. */
+static inline void cv_seal(cv_t *cv)
+{
+    /* Relaxed: under the lock. */
+    cv->check = cv_check_of(baton_load(&cv->head, memory_order_relaxed), cv->tail);
+}
+
+/* Under the lock, before the queue is read: a queue the check word does not
+ * vouch for is garbage (see the top of this file), and is emptied. */
+static inline void cv_validate(cv_t *cv)
+{
+    /* Relaxed: under the lock. */
+    if (BATON_UNLIKELY(cv->check != cv_check_of(baton_load(&cv->head, memory_order_relaxed), cv->tail))) {
+        baton_store(&cv->head, NULL, memory_order_relaxed);
+        cv->tail = NULL;
+        cv->check = 0;
+    }
+}
 
 /* What the cancellation handler needs. */
 typedef struct cv_ctx {
@@ -180,6 +224,7 @@ static int cv_sleep(_Atomic uint32_t *word, uint32_t val, bool shared, clockid_t
 static void cv_enqueue(cv_t *cv, cv_waiter_t *w)
 {
     baton_syslock_lock(&cv->lock);
+    cv_validate(cv);
     w->next = NULL;
     w->prev = cv->tail;
     if (cv->tail != NULL)
@@ -189,6 +234,7 @@ static void cv_enqueue(cv_t *cv, cv_waiter_t *w)
          * pthread_cond_signal/broadcast is ordered by the user's mutex. */
         baton_store(&cv->head, w, memory_order_relaxed);
     cv->tail = w;
+    cv_seal(cv);
     baton_syslock_unlock(&cv->lock);
 }
 
@@ -205,6 +251,7 @@ static void cv_unlink(cv_t *cv, cv_waiter_t *prev, cv_waiter_t *next)
         next->prev = prev;
     else
         cv->tail = prev;
+    cv_seal(cv);
 }
 
 /* Signal: mark the oldest record that is not leaving, and unlink it.
@@ -239,6 +286,7 @@ static _Atomic uint32_t *cv_signal_locked(cv_t *cv)
 static void cv_signal_private(cv_t *cv)
 {
     baton_syslock_lock(&cv->lock);
+    cv_validate(cv);
     _Atomic uint32_t *wake = cv_signal_locked(cv);
     baton_syslock_unlock(&cv->lock);
     if (wake != NULL)
@@ -253,6 +301,7 @@ static void cv_broadcast_private(cv_t *cv)
     size_t n = 0;
     cv_waiter_t *keep_head = NULL, *keep_tail = NULL; /* the leavers stay queued */
     baton_syslock_lock(&cv->lock);
+    cv_validate(cv);
     /* Relaxed: under the lock. */
     cv_waiter_t *w = baton_load(&cv->head, memory_order_relaxed);
     while (w != NULL) {
@@ -290,6 +339,7 @@ static void cv_broadcast_private(cv_t *cv)
     }
     baton_store(&cv->head, keep_head, memory_order_relaxed); /* Relaxed: under the lock */
     cv->tail = keep_tail;
+    cv_seal(cv);
     baton_syslock_unlock(&cv->lock);
     for (size_t i = 0; i < n; i++)
         cv_futex_wake(wake[i], false, 1); /* records may be gone: harmless (header) */
@@ -454,6 +504,7 @@ PRELOAD_API int pthread_cond_destroy(pthread_cond_t *c)
     if (cv->flags & CV_SHARED)
         return 0;
     baton_syslock_lock(&cv->lock);
+    cv_validate(cv);
     for (;;) {
         /* Relaxed: under the lock. */
         cv_waiter_t *w = baton_load(&cv->head, memory_order_relaxed);

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ pl_class_t pl_mutex_class = {.what = "mutex", .env = "BATON_LOCK"};
 pl_class_t pl_rwlock_class = {.what = "rwlock", .env = "BATON_RWLOCK"};
 pl_class_t pl_spin_class = {.what = "spinlock", .env = "BATON_SPIN"};
 pl_class_t pl_omp_class = {.what = "omp", .env = "BATON_OMP_LOCK"};
+/* Configured by barrier.c (its slot size) on first use. */
+pl_class_t pl_barrier_class = {.what = "barrier", .env = "BATON_BARRIER"};
 
 _Atomic int pl_ready;
 int pl_verbose;
@@ -71,154 +74,28 @@ void pl_die(const char *fmt, ...)
     _exit(2);
 }
 
-/* --- configuration ------------------------------------------------------------------ */
-
-static void interposable_names(char *buf, size_t size, unsigned need)
-{
-    const baton_kind_info_t *k;
-    size_t n = baton_kinds(&k), used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && used + 1 < size; i++) {
-        if ((k[i].caps & need) != need && strcmp(k[i].name, "pthread") != 0)
-            continue;
-        int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", k[i].name);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-}
-
-/* Does the spec name a wait policy ("kind:policy[,...]")? */
-static bool names_wait(const char *spec)
-{
-    for (const char *p = spec; *p != '\0' && *p != ',' && *p != '('; p++)
-        if (*p == ':')
-            return true;
-    return false;
-}
-
-/* Write into out the spec with ":spinpark" after every kind name (the
- * outer one, or a wrapper's inner ones) that names no policy although its
- * kind takes spinpark and by default only spins.  Returns false if nothing
- * changed or it did not fit. */
-static bool park_by_default(const char *spec, char *out, size_t size)
-{
-    const baton_kind_t *k;
-    baton_opts_t o;
-    char canon[160];
-    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0)
-        return false;
-    if (k->wrapper) {
-        /* name(inner)rest: rewrite the inner spec. */
-        size_t name = strcspn(spec, "(");
-        char inner[160], rewritten[160];
-        if (baton_opts_inner(&o, inner, sizeof inner) != 0 || !park_by_default(inner, rewritten, sizeof rewritten))
-            return false;
-        int n = snprintf(out, size, "%.*s(%s)%s", (int)name, spec, rewritten, o.inner + o.inner_len + 1);
-        return n > 0 && (size_t)n < size;
-    }
-    if (names_wait(spec) || !(k->caps & BATON_CAP_WAIT) ||
-        !(k->waits & BATON_WAIT_BIT(BATON_WAIT_SPINPARK)) || baton_wait_may_park(&o.wait))
-        return false;
-    size_t name = strcspn(spec, ",");
-    int n = snprintf(out, size, "%.*s:spinpark%s", (int)name, spec, spec + name);
-    return n > 0 && (size_t)n < size;
-}
-
-/* An elide(<kind>) spec made fit for rwlocks, into out: elide(rw(<kind>))
- * with elide's options, or the spec itself when <kind> is a readers-writer
- * kind already.  false: not an elide spec, or it does not fit. */
-static bool elide_for_rwlock(const char *spec, char *out, size_t size)
-{
-    const baton_kind_t *k, *ik;
-    baton_opts_t o, io;
-    char canon[160], inner[160];
-    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0 || k != &baton_kind_elide ||
-        baton_opts_inner(&o, inner, sizeof inner) != 0 ||
-        baton_spec_parse(inner, &ik, &io, canon, sizeof canon) != 0)
-        return false;
-    const char *rest = o.inner + o.inner_len + 1; /* elide's own options */
-    int n = (ik->caps & BATON_CAP_RW) ? snprintf(out, size, "elide(%s)%s", inner, rest)
-                                       : snprintf(out, size, "elide(rw(%s))%s", inner, rest);
-    return n > 0 && (size_t)n < size;
-}
+/* --- configuration (the parsing is config.c's) ---------------------------------------- */
 
 /* `fallback`: another variable that configures this class when c->env is
  * unset (BATON_LOCK for OpenMP locks), or NULL. */
 static void configure(pl_class_t *c, const char *deflt, unsigned need, const char *fallback)
 {
-    const char *spec = getenv(c->env);
-    if ((spec == NULL || spec[0] == '\0') && fallback != NULL)
-        spec = getenv(fallback);
-    if (spec == NULL || spec[0] == '\0')
-        spec = deflt;
-    const baton_kind_t *k;
-    char canon[sizeof c->spec];
-    int rc = baton_spec_parse(spec, &k, &c->opts, canon, sizeof canon);
-    if (rc != 0)
-        pl_die("%s='%s': %s", c->env, spec, baton_last_error());
-    /* A spec that names no policy gets spinpark where the kind's own default
-     * only spins: an unmodified program may run more threads than there
-     * are cores, and a spinning FIFO lock then hands the lock to preempted
-     * waiters (measured: seconds per thousand acquisitions).  Name a policy
-     * ("mcs:spin") to get pure spinning.  Wrappers' inner kinds too. */
-    char parked[sizeof c->spec];
-    if (park_by_default(spec, parked, sizeof parked) &&
-        baton_spec_parse(parked, &k, &c->opts, canon, sizeof canon) == 0)
-        spec = parked;
-    else if (baton_spec_parse(spec, &k, &c->opts, canon, sizeof canon) != 0)
-        pl_die("%s='%s': %s", c->env, spec, baton_last_error());
-    /* Readers elide too: elide(<kind>) stands in for an rwlock over a
-     * readers-writer inner kind, and a mutex kind is wrapped in rw() first. */
-    char rw_elided[sizeof c->spec];
-    if ((need & BATON_CAP_RW) && k == &baton_kind_elide) {
-        if (elide_for_rwlock(spec, rw_elided, sizeof rw_elided) &&
-            baton_spec_parse(rw_elided, &k, &c->opts, canon, sizeof canon) == 0)
-            spec = rw_elided;
-        need &= ~(unsigned)BATON_CAP_RW; /* the inner kind is a readers-writer kind now */
-    }
-    /* A wrapper's inner kind is checked when a lock is made (elide(rcl) has
-     * no lock word to watch): make one now, so a bad spec stops the program
-     * at start like every other. */
-    if (k->wrapper) {
-        baton_lock_t *probe = baton_lock_new(spec);
-        if (probe == NULL)
-            pl_die("%s='%s': %s", c->env, spec, baton_last_error());
-        baton_lock_free(probe);
-    }
-    if (strcmp(k->name, "pthread") == 0) {
-        c->stock = true;
-    } else if ((k->caps & need) != need) {
-        char names[512];
-        interposable_names(names, sizeof names, need);
-        pl_die("%s='%s': kind '%s' cannot stand in for a pthread %s; use one of: %s", c->env, spec,
-               k->name, c->what, names);
-    }
-    /* Parse again from our own copy, so that a wrapper's inner spec points
-     * into memory that lives as long as the class. */
-    memcpy(c->spec, canon, sizeof c->spec);
-    rc = baton_spec_parse(c->spec, &k, &c->opts, canon, sizeof canon);
-    if (rc != 0)
-        pl_die("%s='%s': %s", c->env, c->spec, baton_last_error());
-    c->kind = k;
-    c->release = k->release ? k->release : k->unlock;
-    size_t align = k->align ? k->align : sizeof(void *);
-    c->slot = (k->size + align - 1) / align * align;
-    if (c->slot < sizeof(uint32_t))
-        c->slot = sizeof(uint32_t);
-    c->extra = k->footprint ? k->footprint(&c->opts) : 0;
+    const char *value = getenv(c->env);
+    if ((value == NULL || value[0] == '\0') && fallback != NULL)
+        value = getenv(fallback);
+    char err[1024];
+    if (pl_config_class(c, value, deflt, need, err, sizeof err) != 0)
+        pl_die("%s", err);
     pl_log("%s: %s%s (%zu bytes per lock)", c->what, c->spec, c->stock ? " (stock: glibc's own)" : "",
-           c->stock ? (size_t)0 : c->slot + c->extra);
+           c->stock ? (size_t)0 : c->slot + sizeof(void *) + c->extra);
 }
 
-/* BATON_RWLOCK's default: PL_DEFAULT_RWLOCK; but when BATON_LOCK elides, readers
- * and writers elide too: elide(rw(<inner>)), or elide(<inner>) when the
- * inner kind is a readers-writer kind already. */
+/* BATON_RWLOCK's default: PL_DEFAULT_RWLOCK; but when BATON_LOCK elides,
+ * readers and writers elide too (pl_config_rwlock_default()). */
 static const char *rwlock_default(void)
 {
     static char buf[sizeof pl_rwlock_class.spec];
-    const char *lock = getenv("BATON_LOCK");
-    return lock && elide_for_rwlock(lock, buf, sizeof buf) ? buf : PL_DEFAULT_RWLOCK;
+    return pl_config_rwlock_default(getenv("BATON_LOCK"), PL_DEFAULT_RWLOCK, buf, sizeof buf);
 }
 
 static void fork_prepare(void);
@@ -239,10 +116,8 @@ void pl_init_slow(void)
             sched_yield();
         return;
     }
-    const char *v = getenv("BATON_VERBOSE");
-    pl_verbose = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-    const char *p = getenv("BATON_PROFILE");
-    pl_profiling = p != NULL && p[0] != '\0' && strcmp(p, "0") != 0;
+    pl_verbose = pl_config_flag(getenv("BATON_VERBOSE"));
+    pl_profiling = pl_config_flag(getenv("BATON_PROFILE"));
     configure(&pl_mutex_class, PL_DEFAULT_LOCK, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, NULL);
     configure(&pl_rwlock_class, rwlock_default(), BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_RW, NULL);
     configure(&pl_spin_class, PL_DEFAULT_SPIN, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, NULL);
@@ -263,45 +138,67 @@ __attribute__((constructor)) static void pl_constructor(void)
 
 /* --- slabs -------------------------------------------------------------------- */
 
-void *pl_state_new(pl_class_t *c, uint32_t *handle, int *err)
+uint32_t pl_slot_new(pl_class_t *c, const void *owner, int *err)
 {
     uint32_t h;
     baton_syslock_lock(&c->mu);
     if (c->free_head != 0) {
         h = c->free_head;
         /* A free slot's first word holds the next free handle. */
-        memcpy(&c->free_head, pl_state_at(c, h), sizeof(uint32_t));
+        char *chunk = baton_load(&c->chunk[(h - 1u) >> PL_CHUNK_SHIFT], memory_order_relaxed); /* under mu */
+        memcpy(&c->free_head, chunk + PL_CHUNK_OWNERS_BYTES + (size_t)((h - 1u) & (PL_CHUNK_SLOTS - 1u)) * c->slot,
+               sizeof(uint32_t));
     } else {
         uint32_t i = c->next;
         if ((i >> PL_CHUNK_SHIFT) >= c->nchunks) {
-            if (c->nchunks == PL_MAX_CHUNKS) {
-                baton_syslock_unlock(&c->mu);
-                *err = ENOMEM;
-                return NULL;
-            }
-            void *m = mmap(NULL, (size_t)PL_CHUNK_SLOTS * c->slot, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            void *m = c->nchunks == PL_MAX_CHUNKS
+                          ? MAP_FAILED
+                          : mmap(NULL, PL_CHUNK_OWNERS_BYTES + (size_t)PL_CHUNK_SLOTS * c->slot,
+                                 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (m == MAP_FAILED) {
                 baton_syslock_unlock(&c->mu);
                 *err = ENOMEM;
-                return NULL;
+                return 0;
             }
-            /* Release: pairs with the acquire in pl_state_at(). */
+            /* Release: pairs with the acquire in pl_state_lookup(). */
             baton_store(&c->chunk[c->nchunks], (char *)m, memory_order_release);
             c->nchunks++;
         }
         c->next = i + 1;
         h = i + 1;
     }
+    uint32_t i = h - 1u;
+    char *chunk = baton_load(&c->chunk[i >> PL_CHUNK_SHIFT], memory_order_relaxed); /* under mu */
+    memset(chunk + PL_CHUNK_OWNERS_BYTES + (size_t)(i & (PL_CHUNK_SLOTS - 1u)) * c->slot, 0, c->slot);
+    /* Relaxed: published with the handle by the caller's release. */
+    baton_store(pl_owner_of(chunk, i & (PL_CHUNK_SLOTS - 1u)), owner, memory_order_relaxed);
     baton_syslock_unlock(&c->mu);
-    void *s = pl_state_at(c, h);
-    memset(s, 0, c->slot);
+    return h;
+}
+
+void pl_slot_free(pl_class_t *c, uint32_t h)
+{
+    uint32_t i = h - 1u;
+    baton_syslock_lock(&c->mu);
+    char *chunk = baton_load(&c->chunk[i >> PL_CHUNK_SHIFT], memory_order_relaxed); /* under mu */
+    /* Relaxed: a lookup that still finds the old owner is a use after
+     * destroy, which the program orders out. */
+    baton_store(pl_owner_of(chunk, i & (PL_CHUNK_SLOTS - 1u)), NULL, memory_order_relaxed);
+    memcpy(chunk + PL_CHUNK_OWNERS_BYTES + (size_t)(i & (PL_CHUNK_SLOTS - 1u)) * c->slot, &c->free_head,
+           sizeof(uint32_t));
+    c->free_head = h;
+    baton_syslock_unlock(&c->mu);
+}
+
+void *pl_state_new(pl_class_t *c, const void *owner, uint32_t *handle, int *err)
+{
+    uint32_t h = pl_slot_new(c, owner, err);
+    if (h == 0)
+        return NULL;
+    void *s = pl_state_lookup(c, h, owner);
     int rc = c->kind->init(s, &c->opts);
     if (rc != 0) {
-        baton_syslock_lock(&c->mu);
-        memcpy(s, &c->free_head, sizeof(uint32_t));
-        c->free_head = h;
-        baton_syslock_unlock(&c->mu);
+        pl_slot_free(c, h);
         *err = rc;
         return NULL;
     }
@@ -320,18 +217,135 @@ int pl_state_free(pl_class_t *c, void *state, uint32_t handle)
     int rc = c->kind->destroy(state);
     if (rc != 0)
         return rc;
-    baton_syslock_lock(&c->mu);
-    memcpy(state, &c->free_head, sizeof(uint32_t));
-    c->free_head = handle;
-    baton_syslock_unlock(&c->mu);
+    pl_slot_free(c, handle);
     baton_fetch_sub(&c->live, 1, memory_order_relaxed); /* statistics only */
     return 0;
+}
+
+uint32_t pl_adopt(pl_class_t *c, _Atomic uint32_t *hw, const void *owner, uint32_t from, int *err)
+{
+    uint32_t h;
+    void *s = pl_state_new(c, owner, &h, err);
+    if (s == NULL)
+        return 0;
+    uint32_t expected = from;
+    /* Release: publishes the initialised state and its back-pointer; pairs
+     * with the acquire loads of handle words in every entry point.  Acquire
+     * on failure: a racer's state is initialised before it is used. */
+    if (baton_cas(hw, &expected, h, memory_order_acq_rel, memory_order_acquire))
+        return h;
+    (void)pl_state_free(c, s, h);
+    return expected;
+}
+
+uint32_t pl_adopt_or_inplace(pl_class_t *c, _Atomic uint32_t *w, const void *owner, uint32_t from)
+{
+    int err = 0;
+    uint32_t v = pl_adopt(c, w, owner, from, &err);
+    if (v != 0 || err == 0)
+        return v;
+    pl_no_state(c, err, "is an in-place lock for the rest of its life");
+    /* Relaxed: an in-place lock has nothing to publish; its acquiring CAS
+     * orders what it guards. */
+    if (baton_cas(w, &from, PL_INPLACE, memory_order_relaxed, memory_order_relaxed))
+        return PL_INPLACE;
+    return from; /* a racer's */
+}
+
+int pl_handle_state(pl_class_t *c, _Atomic uint32_t *hw, const void *owner, _Atomic uint64_t *glibc_word,
+                    _Atomic(pl_prof_t *) *prof, bool create, void (*fall_back)(const void *owner, uint32_t from),
+                    void **sp)
+{
+    for (;;) {
+        /* Acquire: pairs with the release CAS in pl_adopt() and the release
+         * stores of the fall-backs. */
+        uint32_t h = baton_load(hw, memory_order_acquire);
+        void *s = pl_state_lookup(c, h, owner);
+        if (BATON_LIKELY(s != NULL)) {
+            *sp = s;
+            return 0;
+        }
+        if (h == PL_HANDLE_FWD)
+            return PL_FORWARD;
+        if (h == PL_HANDLE_PENDING) {
+            pl_wait_change(hw, h);
+            continue;
+        }
+        /* Relaxed: a look at what glibc would see (baton writes nothing
+         * there); the CAS below decides. */
+        if (h != 0 && baton_load(glibc_word, memory_order_relaxed) != 0) {
+            /* Not this object's, and glibc reads it as held: glibc's, for
+             * good.  Relaxed: nothing is published (glibc reads the bytes as
+             * they are). */
+            (void)baton_cas(hw, &h, PL_HANDLE_FWD, memory_order_relaxed, memory_order_relaxed);
+            continue;
+        }
+        if (!create)
+            return PL_NO_STATE;
+        /* Relaxed: racers store the same NULL, and the profiler finds a
+         * record again by the object's address. */
+        baton_store(prof, NULL, memory_order_relaxed);
+        int err = 0;
+        if (pl_adopt(c, hw, owner, h, &err) == 0 && err != 0) {
+            pl_no_state(c, err, "is glibc's own for the rest of its life");
+            fall_back(owner, h);
+        }
+    }
+}
+
+void pl_no_state(pl_class_t *c, int err, const char *fallback)
+{
+    int expected = 0;
+    /* Relaxed: only decides who says it; `live` is a statistic. */
+    if (baton_cas(&c->no_state, &expected, 1, memory_order_relaxed, memory_order_relaxed))
+        pl_log("%s: no lock state could be made (%s; %llu live): a %s that cannot get one %s", c->what,
+               strerror(err), (unsigned long long)baton_load(&c->live, memory_order_relaxed), c->what, fallback);
+}
+
+/* --- in-place locks (preload.h) ---------------------------------------------------- */
+
+int pl_inplace_trylock(_Atomic uint32_t *w)
+{
+    uint32_t expected = PL_INPLACE;
+    /* Relaxed look first (test-and-test-and-set); acquire CAS: pairs with the
+     * release store in pl_inplace_unlock(). */
+    if (baton_load(w, memory_order_relaxed) != PL_INPLACE)
+        return EBUSY;
+    return baton_cas(w, &expected, PL_INPLACE_HELD, memory_order_acquire, memory_order_relaxed) ? 0 : EBUSY;
+}
+
+void pl_wait_change(_Atomic uint32_t *w, uint32_t v)
+{
+    baton_wait_t policy;
+    (void)baton_wait_init(&policy, BATON_WAIT_SPINPARK);
+    baton_waiter_t waiter;
+    baton_waiter_init(&waiter, &policy);
+    /* Relaxed: a hint of when to look again; the caller decides. */
+    while (baton_load(w, memory_order_relaxed) == v)
+        if (!baton_waiter_pause(&waiter, NULL, 0))
+            sched_yield(); /* past the spin budget: nobody would wake a sleeper */
+}
+
+void pl_inplace_lock(_Atomic uint32_t *w)
+{
+    while (pl_inplace_trylock(w) != 0)
+        pl_wait_change(w, PL_INPLACE_HELD);
+}
+
+void pl_inplace_unlock(_Atomic uint32_t *w)
+{
+    /* Release: pairs with the acquire CAS in pl_inplace_trylock(). */
+    baton_store(w, PL_INPLACE, memory_order_release);
 }
 
 /* --- fork: the child must not inherit a slab lock held by a thread that does
  * not exist there. --------------------------------------------------------------- */
 
+/* In the order of baton/preload.h's BATON_PRELOAD_* (baton_preload_info). */
 static pl_class_t *const classes[] = {&pl_mutex_class, &pl_rwlock_class, &pl_spin_class, &pl_omp_class};
+/* Every slab, for fork. */
+static pl_class_t *const slabs[] = {&pl_mutex_class, &pl_rwlock_class, &pl_spin_class, &pl_omp_class,
+                                    &pl_barrier_class};
 
 static baton_syslock_t real_mu = BATON_SYSLOCK_INIT; /* pl_real()'s first lookup */
 
@@ -339,22 +353,22 @@ static void fork_prepare(void)
 {
     baton_syslock_lock(&real_mu);
     baton_syslock_lock(&pl_prof_mu);
-    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
-        baton_syslock_lock(&classes[i]->mu);
+    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++)
+        baton_syslock_lock(&slabs[i]->mu);
 }
 
 static void fork_parent(void)
 {
-    for (size_t i = sizeof classes / sizeof classes[0]; i-- > 0;)
-        baton_syslock_unlock(&classes[i]->mu);
+    for (size_t i = sizeof slabs / sizeof slabs[0]; i-- > 0;)
+        baton_syslock_unlock(&slabs[i]->mu);
     baton_syslock_unlock(&pl_prof_mu);
     baton_syslock_unlock(&real_mu);
 }
 
 static void fork_child(void)
 {
-    for (size_t i = sizeof classes / sizeof classes[0]; i-- > 0;)
-        baton_syslock_reset(&classes[i]->mu);
+    for (size_t i = sizeof slabs / sizeof slabs[0]; i-- > 0;)
+        baton_syslock_reset(&slabs[i]->mu);
     baton_syslock_reset(&pl_prof_mu);
     baton_syslock_reset(&real_mu);
 }
@@ -470,13 +484,13 @@ PRELOAD_API int baton_preload_info(int which, baton_preload_info_t *out)
     out->what = c->what;
     out->spec = c->spec;
     out->stock = c->stock;
-    out->bytes_per_lock = c->stock ? 0 : c->slot + c->extra;
+    out->bytes_per_lock = c->stock ? 0 : c->slot + sizeof(void *) + c->extra; /* with its back-pointer */
     /* Relaxed: statistics. */
     out->live = baton_load(&c->live, memory_order_relaxed);
     out->peak = baton_load(&c->peak, memory_order_relaxed);
     out->created = baton_load(&c->created, memory_order_relaxed);
     baton_syslock_lock(&c->mu);
-    out->reserved_bytes = (uint64_t)c->nchunks * PL_CHUNK_SLOTS * c->slot;
+    out->reserved_bytes = (uint64_t)c->nchunks * (PL_CHUNK_OWNERS_BYTES + PL_CHUNK_SLOTS * c->slot);
     baton_syslock_unlock(&c->mu);
     return 0;
 }

@@ -3,16 +3,34 @@
  * Layout.  baton's mutex lives in the 40 bytes of the program's
  * pthread_mutex_t:
  *
- *   0   state    the lock state of the BATON_LOCK kind, in a slab slot
- *                (preload.h), created on first use
+ *   0   (glibc)  glibc's __lock and __count: 0 in every baton mutex, so that
+ *                one made glibc's (below) starts free
  *   8   owner    the owner's token (ERRORCHECK and RECURSIVE, and every type
  *                in a debug build), 0 when free
  *   16  type     glibc's __kind position: PTHREAD_MUTEX_INITIALIZER and the
  *                _NP initializers put the type here; baton ORs in PL_MARK
  *                once it has adopted the mutex
  *   20  count    recursion depth beyond the first lock (owner only)
- *   24  handle   the slab handle of `state`
+ *   24  handle   the slab handle of the lock state of the BATON_LOCK kind
+ *                (preload.h), created on first use; glibc's __list, which
+ *                glibc touches in robust mutexes only
  *   32  prof     the profiler's record (BATON_PROFILE only)
+ *
+ * The handle word:
+ *   0                 no state yet (zeroed memory, an initializer, init,
+ *                     destroy): the next lock adopts the mutex
+ *   a handle          of a state whose slot's back-pointer is this mutex
+ *   PL_HANDLE_FWD     glibc's own for the rest of its life (no memory was
+ *                     left for a state; or garbage, below): forwarded
+ *   PL_HANDLE_PENDING being made glibc's by another thread: wait
+ *   anything else     not this mutex's: a copy of a mutex in use, memory
+ *                     reused without destroy, or garbage.  It is what glibc
+ *                     would read at offset 0 that decides: 0 (every copy of
+ *                     a baton mutex) reads free, and the mutex is adopted
+ *                     afresh (glibc: a copy of a free mutex is another free
+ *                     mutex); anything else reads held, and the mutex is
+ *                     forwarded to glibc for good, which does with those
+ *                     bytes what it always does.
  *
  * Why the state is not in the 40 bytes themselves: the kinds' states are
  * cache-line aligned (128 bytes: relay, ttas, mcs ...), and a queue lock
@@ -22,8 +40,11 @@
  * initialised but never locked costs nothing, and destroy recycles the slot.
  *
  * Static initializers are adopted on first use: whoever gets there first
- * creates a state and publishes it with one CAS; racing threads free theirs
- * and use the winner's.  Robust, process-shared and priority mutexes
+ * creates a state and publishes its handle with one CAS; racing threads free
+ * theirs and use the winner's.  When no state can be had (out of memory) the
+ * mutex becomes glibc's own, in place, for its whole life: its handle word
+ * is claimed (PENDING), the fields glibc reads are made those of a fresh
+ * glibc mutex of the same type, and the word is set to FWD.  Robust, process-shared and priority mutexes
  * (attributes no baton kind can honour) are created by glibc's own
  * pthread_mutex_init and forwarded, recognised by glibc's flag bits in the
  * type word and the absence of PL_MARK.
@@ -56,7 +77,7 @@
 #define TYPE_MASK 3u
 
 typedef struct pl_mutex {
-    _Atomic(void *) state;
+    _Atomic uint64_t glibc_lock; /* glibc's __lock and __count */
     _Atomic uintptr_t owner;
     _Atomic uint32_t type;
     uint32_t count;
@@ -66,7 +87,11 @@ typedef struct pl_mutex {
 } pl_mutex_t;
 
 _Static_assert(sizeof(pl_mutex_t) <= sizeof(pthread_mutex_t), "baton's mutex fits in pthread_mutex_t");
-_Static_assert(offsetof(pl_mutex_t, type) == 16, "the type word sits where glibc's initializers put __kind");
+_Static_assert(offsetof(pl_mutex_t, type) == offsetof(pthread_mutex_t, __data.__kind),
+               "the type word sits where glibc's initializers put __kind");
+_Static_assert(offsetof(pl_mutex_t, glibc_lock) == offsetof(pthread_mutex_t, __data.__lock), "glibc's __lock");
+_Static_assert(offsetof(pl_mutex_t, handle) == offsetof(pthread_mutex_t, __data.__list),
+               "the handle sits in glibc's robust list links");
 _Static_assert(_Alignof(pthread_mutex_t) >= _Alignof(pl_mutex_t), "alignment");
 
 #ifdef BATON_DEBUG
@@ -93,35 +118,52 @@ static inline bool foreign(uint32_t t)
     return !(t & PL_MARK) && (t & GLIBC_FOREIGN) != 0;
 }
 
-/* The state of an adopted mutex, created on first use; NULL with *err set
- * when none can be made. */
-static void *create_state(pl_mutex_t *m, int *err)
+/* No state can be made: make the mutex glibc's own for the rest of its life.  The
+ * handle word goes from `from` to PENDING while the fields glibc reads are
+ * made those of a fresh glibc mutex of the same type (its __lock is 0
+ * already), then to FWD. */
+__attribute__((noinline, cold)) static void fall_back(const void *owner, uint32_t from)
 {
-    pl_class_t *c = &pl_mutex_class;
-    /* Every racer computes and stores the same adopted type; it is published
-     * with the state by the release CAS below.  Relaxed: see that CAS. */
-    baton_store(&m->type, adopt_type(baton_load(&m->type, memory_order_relaxed)), memory_order_relaxed);
-    uint32_t h;
-    void *s = pl_state_new(c, &h, err);
-    if (s == NULL)
-        return NULL;
-    void *expected = NULL;
-    /* Release: publishes the initialised state (and the type); pairs with the
-     * acquire loads of `state` in every entry point.  Acquire on failure:
-     * the winner's state is initialised before we use it. */
-    if (baton_cas(&m->state, &expected, s, memory_order_acq_rel, memory_order_acquire)) {
-        baton_store(&m->handle, h, memory_order_relaxed); /* read by destroy, which the program orders after use */
-        return s;
-    }
-    (void)pl_state_free(c, s, h);
-    return expected;
+    pl_mutex_t *m = (pl_mutex_t *)(uintptr_t)owner;
+    /* Relaxed: the handle's publication below orders the fields. */
+    if (!baton_cas(&m->handle, &from, PL_HANDLE_PENDING, memory_order_relaxed, memory_order_relaxed))
+        return; /* another thread adopted it or made it glibc's */
+    baton_store(&m->type, baton_load(&m->type, memory_order_relaxed) & ~PL_MARK, memory_order_relaxed);
+    baton_store(&m->owner, (uintptr_t)0, memory_order_relaxed);
+    m->count = 0;
+    /* Release: pairs with the acquire loads of the handle in pl_handle_state(). */
+    baton_store(&m->handle, PL_HANDLE_FWD, memory_order_release);
 }
 
-static inline void *state_of(pl_mutex_t *m, int *err)
+/* Configure, then: PL_FORWARD for glibc's mutexes (stock class; robust,
+ * process-shared and priority ones; those made glibc's), else the state its
+ * handle word names (pl_handle_state(): 0 with *sp set, or PL_NO_STATE
+ * when not `create`).  A state found here marks the type adopted
+ * (every thread stores the same value; no fall-back can follow a handle). */
+static int resolve(pl_mutex_t *m, void **sp, bool create)
 {
-    /* Acquire: pairs with the release CAS in create_state(). */
-    void *s = baton_load(&m->state, memory_order_acquire);
-    return BATON_LIKELY(s != NULL) ? s : create_state(m, err);
+    pl_init();
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
+    if (pl_mutex_class.stock || foreign(t))
+        return PL_FORWARD;
+    int rc = pl_handle_state(&pl_mutex_class, &m->handle, m, &m->glibc_lock, &m->prof, create, fall_back, sp);
+    if (rc == 0 && !(t & PL_MARK))
+        /* Relaxed: the fast paths test the mark and then the handle, which
+         * they load with acquire. */
+        baton_store(&m->type, adopt_type(t), memory_order_relaxed);
+    return rc;
+}
+
+/* The fast paths' test: an adopted NORMAL mutex whose handle names a state
+ * serving it; else NULL. */
+static inline void *fast_state(pl_mutex_t *m)
+{
+    /* Relaxed type: the mark is stored after the handle is published, and a
+     * thread that sees it before the handle finds no state and takes the
+     * slow path.  Acquire: pairs with the release CAS in adopt(). */
+    if (CHECK_ALL || baton_load(&m->type, memory_order_relaxed) != PL_MARK)
+        return NULL;
+    return pl_state_lookup(&pl_mutex_class, baton_load(&m->handle, memory_order_acquire), m);
 }
 
 static pl_prof_t *prof_of(pl_mutex_t *m, const void *caller)
@@ -132,8 +174,8 @@ static pl_prof_t *prof_of(pl_mutex_t *m, const void *caller)
     if (p == NULL) {
         p = pl_prof_get(m, PL_PROF_MUTEX, caller);
         baton_store(&m->prof, p, memory_order_relaxed);
-        /* Acquire: pairs with the release CAS in create_state(). */
-        void *s = baton_load(&m->state, memory_order_acquire);
+        /* Acquire: pairs with the release CAS in adopt(). */
+        void *s = pl_state_lookup(&pl_mutex_class, baton_load(&m->handle, memory_order_acquire), m);
         if (s != NULL && !pl_mutex_class.stock)
             pl_prof_bind(p, pl_mutex_class.kind, s);
     }
@@ -256,28 +298,26 @@ PRELOAD_API int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_
 
 PRELOAD_API int pthread_mutex_destroy(pthread_mutex_t *pm)
 {
-    pl_init();
     pl_mutex_t *m = (pl_mutex_t *)pm;
-    uint32_t t = baton_load(&m->type, memory_order_relaxed); /* the program orders destroy after use */
-    if (pl_mutex_class.stock || foreign(t)) {
-        if (BATON_UNLIKELY(pl_profiling))
-            pl_prof_destroyed(pm);
-        return pl_real()->mutex_destroy(pm);
-    }
+    void *s = NULL;
+    int rc = resolve(m, &s, false);
     if (BATON_UNLIKELY(pl_profiling)) {
         pl_prof_destroyed(m);
-        baton_store(&m->prof, NULL, memory_order_relaxed);
+        if (rc != PL_FORWARD)
+            baton_store(&m->prof, NULL, memory_order_relaxed);
     }
+    if (rc == PL_FORWARD)
+        return pl_real()->mutex_destroy(pm);
+    uint32_t t = baton_load(&m->type, memory_order_relaxed); /* the program orders destroy after use */
     if (checked(adopt_type(t)) && baton_load(&m->owner, memory_order_relaxed) != 0)
         return EBUSY;
-    /* Acquire: pairs with the release CAS in create_state(). */
-    void *s = baton_load(&m->state, memory_order_acquire);
-    if (s != NULL) {
-        int rc = pl_state_free(&pl_mutex_class, s, baton_load(&m->handle, memory_order_relaxed));
+    if (rc == 0) {
+        rc = pl_state_free(&pl_mutex_class, s, baton_load(&m->handle, memory_order_relaxed));
         if (rc != 0)
             return rc; /* EBUSY: held */
-        baton_store(&m->state, NULL, memory_order_relaxed); /* the program orders destroy after use */
     }
+    /* No state (none yet, or another object's handle): forgotten. */
+    baton_store(&m->handle, 0u, memory_order_relaxed); /* the program orders destroy after use */
     /* Keep the adopted type: a (non-conforming) use after destroy gets a
      * fresh state instead of a dangling one. */
     baton_store(&m->type, adopt_type(t), memory_order_relaxed);
@@ -302,15 +342,13 @@ static int relock_by_owner(pl_mutex_t *m, uint32_t t, int refusal)
 /* Everything but an adopted, unchecked mutex with a state. */
 static int lock_slow(pl_mutex_t *m, const void *caller)
 {
-    pl_init();
-    uint32_t t = baton_load(&m->type, memory_order_relaxed);
-    if (pl_mutex_class.stock || foreign(t))
+    void *s = NULL;
+    int rc = resolve(m, &s, true);
+    if (rc == PL_FORWARD)
         return fwd_lock((pthread_mutex_t *)m, caller);
-    int err = 0;
-    void *s = state_of(m, &err);
-    if (s == NULL)
-        return err == ENOMEM ? EAGAIN : err;
-    t = baton_load(&m->type, memory_order_relaxed); /* adopted now; published with the state */
+    if (rc != 0)
+        return rc;
+    uint32_t t = baton_load(&m->type, memory_order_relaxed); /* adopted, or about to be marked so */
     if (checked(t)) {
         uintptr_t self = baton_self_token();
         /* Relaxed: only the owner stores its own token, so a thread finds
@@ -329,11 +367,8 @@ static int lock_slow(pl_mutex_t *m, const void *caller)
 PRELOAD_API int pthread_mutex_lock(pthread_mutex_t *pm)
 {
     pl_mutex_t *m = (pl_mutex_t *)pm;
-    /* Relaxed type: an adopted type is published with the state, which we
-     * load with acquire (pairs with the release CAS in create_state()). */
-    uint32_t t = baton_load(&m->type, memory_order_relaxed);
-    void *s = baton_load(&m->state, memory_order_acquire);
-    if (BATON_LIKELY(t == PL_MARK && s != NULL && !CHECK_ALL)) {
+    void *s = fast_state(m);
+    if (BATON_LIKELY(s != NULL)) {
         acquire(m, s, __builtin_return_address(0));
         return 0;
     }
@@ -342,21 +377,19 @@ PRELOAD_API int pthread_mutex_lock(pthread_mutex_t *pm)
 
 static int trylock_slow(pl_mutex_t *m, const void *caller)
 {
-    pl_init();
-    uint32_t t = baton_load(&m->type, memory_order_relaxed);
-    if (pl_mutex_class.stock || foreign(t))
+    void *s = NULL;
+    int rc = resolve(m, &s, true);
+    if (rc == PL_FORWARD)
         return fwd_trylock((pthread_mutex_t *)m, caller);
-    int err = 0;
-    void *s = state_of(m, &err);
-    if (s == NULL)
-        return err == ENOMEM ? EAGAIN : err;
-    t = baton_load(&m->type, memory_order_relaxed);
+    if (rc != 0)
+        return rc;
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
     if (!checked(t))
         return try_acquire(m, s, caller);
     uintptr_t self = baton_self_token();
     if (baton_load(&m->owner, memory_order_relaxed) == self) /* see lock_slow() */
         return relock_by_owner(m, t, EBUSY);
-    int rc = try_acquire(m, s, caller);
+    rc = try_acquire(m, s, caller);
     if (rc == 0) {
         baton_store(&m->owner, self, memory_order_relaxed);
         m->count = 0;
@@ -367,9 +400,8 @@ static int trylock_slow(pl_mutex_t *m, const void *caller)
 PRELOAD_API int pthread_mutex_trylock(pthread_mutex_t *pm)
 {
     pl_mutex_t *m = (pl_mutex_t *)pm;
-    uint32_t t = baton_load(&m->type, memory_order_relaxed); /* as in pthread_mutex_lock() */
-    void *s = baton_load(&m->state, memory_order_acquire);
-    if (BATON_LIKELY(t == PL_MARK && s != NULL && !CHECK_ALL))
+    void *s = fast_state(m);
+    if (BATON_LIKELY(s != NULL))
         return try_acquire(m, s, __builtin_return_address(0));
     return trylock_slow(m, __builtin_return_address(0));
 }
@@ -381,21 +413,19 @@ static int try_state(void *s)
 
 static int timed_lock(pl_mutex_t *m, clockid_t clock, const struct timespec *abstime, const void *caller)
 {
-    pl_init();
-    uint32_t t = baton_load(&m->type, memory_order_relaxed);
-    if (pl_mutex_class.stock || foreign(t))
+    void *s = NULL;
+    int rc = resolve(m, &s, true);
+    if (rc == PL_FORWARD)
         return pl_real()->mutex_clocklock((pthread_mutex_t *)m, clock, abstime);
-    int err = 0;
-    void *s = state_of(m, &err);
-    if (s == NULL)
-        return err == ENOMEM ? EAGAIN : err;
-    t = baton_load(&m->type, memory_order_relaxed);
+    if (rc != 0)
+        return rc;
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
     uintptr_t self = baton_self_token();
     if (checked(t) && baton_load(&m->owner, memory_order_relaxed) == self) /* see lock_slow() */
         return relock_by_owner(m, t, EDEADLK);
     const baton_kind_t *k = pl_mutex_class.kind;
     pl_prof_t *p = BATON_UNLIKELY(pl_profiling) ? prof_of(m, caller) : NULL;
-    int rc = k->trylock(s);
+    rc = k->trylock(s);
     if (rc != 0) {
         /* It would block: only now is the deadline looked at (glibc). */
         if (!pl_timespec_valid(abstime))
@@ -432,15 +462,15 @@ PRELOAD_API int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock, co
 
 static int unlock_slow(pl_mutex_t *m)
 {
-    pl_init();
-    uint32_t t = baton_load(&m->type, memory_order_relaxed);
-    if (pl_mutex_class.stock || foreign(t))
+    void *s = NULL;
+    int rc = resolve(m, &s, false);
+    if (rc == PL_FORWARD)
         return fwd_unlock((pthread_mutex_t *)m);
-    void *s = baton_load(&m->state, memory_order_acquire); /* pairs with the release CAS in create_state() */
+    uint32_t t = baton_load(&m->type, memory_order_relaxed);
     if (!checked(adopt_type(t)))
-        return s != NULL ? release(m, s) : 0; /* never locked: glibc returns 0 too */
+        return rc == 0 ? release(m, s) : 0; /* never locked: glibc returns 0 too */
     /* Relaxed: only the owner stores its token (see lock_slow()). */
-    if (s == NULL || baton_load(&m->owner, memory_order_relaxed) != baton_self_token())
+    if (rc != 0 || baton_load(&m->owner, memory_order_relaxed) != baton_self_token())
         return EPERM;
     if (m->count > 0) {
         m->count--;
@@ -455,9 +485,8 @@ static int unlock_slow(pl_mutex_t *m)
 PRELOAD_API int pthread_mutex_unlock(pthread_mutex_t *pm)
 {
     pl_mutex_t *m = (pl_mutex_t *)pm;
-    uint32_t t = baton_load(&m->type, memory_order_relaxed); /* as in pthread_mutex_lock() */
-    void *s = baton_load(&m->state, memory_order_acquire);
-    if (BATON_LIKELY(t == PL_MARK && s != NULL && !CHECK_ALL))
+    void *s = fast_state(m);
+    if (BATON_LIKELY(s != NULL))
         return release(m, s);
     return unlock_slow(m);
 }
@@ -466,9 +495,8 @@ PRELOAD_API int pthread_mutex_unlock(pthread_mutex_t *pm)
 
 PRELOAD_API int pthread_mutex_consistent(pthread_mutex_t *pm)
 {
-    pl_init();
-    pl_mutex_t *m = (pl_mutex_t *)pm;
-    if (pl_mutex_class.stock || foreign(baton_load(&m->type, memory_order_relaxed)))
+    void *s;
+    if (resolve((pl_mutex_t *)pm, &s, false) == PL_FORWARD)
         return pl_real()->mutex_consistent(pm);
     return EINVAL; /* not a robust mutex */
 }

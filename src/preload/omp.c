@@ -23,6 +23,16 @@
  *                    4  count    nesting depth (owner only), 0 when free
  *                    8  owner    the owner's token (baton_self_token())
  *
+ * The handle word holds 0 (none yet), a handle whose slot's back-pointer is
+ * this lock, an in-place lock (PL_INPLACE, free, or PL_INPLACE_HELD: a lock
+ * that could get no state, out of memory, for the rest of its life), or
+ * anything else: garbage (never initialised, copied from a lock in use,
+ * planted), possibly the handle of another lock's state, which must not be
+ * touched.  Garbage reads as libgomp reads the same word, where anything
+ * but 0 is held: omp_set_lock waits until the word changes (libgomp: until
+ * an unset writes 0) and looks again; omp_test_lock fails; omp_unset_lock
+ * makes it 0, free; omp_destroy_lock leaves it (libgomp does nothing).
+ *
  * omp_init_*lock stores handle 0 and costs nothing; the state is created on
  * first use, published with one CAS (racers free theirs), like the static
  * initializers of mutex.c.  So a zero-filled lock that was never initialised
@@ -53,8 +63,11 @@
  *     does nothing either.
  *   - nesting deeper than INT_MAX: omp_test_nest_lock answers 0,
  *     omp_set_nest_lock stops the program with a message.
- *   - no memory for a lock state (2^28 live locks): the program stops with a
- *     message; these calls have no way to report an error.
+ *   - no memory for a lock state (2^28 live locks, RLIMIT_AS, a failing
+ *     mmap): the lock becomes an in-place lock in its handle word (libgomp's
+ *     own cannot share the word with a handle), a critical section one in a
+ *     small static pool (64 of them; past that the program stops with a
+ *     message: these calls have no way to report an error).
  *
  * Stock mode (BATON_OMP_LOCK, or BATON_LOCK, =pthread) forwards every call to the next
  * definition, libgomp's, looked up by name on first use (libgomp is loaded
@@ -173,48 +186,88 @@ __attribute__((noreturn, cold)) static void no_state(const char *what, int err)
            err == ENOMEM ? ": out of memory" : "");
 }
 
-/* The state named by the handle word `hw`, created (and published with a
- * CAS from 0) on first use. */
-__attribute__((noinline)) static void *create_by_handle(_Atomic uint32_t *hw, const char *what)
+static inline bool in_place(uint32_t v)
 {
-    pl_class_t *c = &pl_omp_class;
-    uint32_t h;
-    int err = 0;
-    void *s = pl_state_new(c, &h, &err);
-    if (s == NULL)
-        no_state(what, err);
-    uint32_t expected = 0;
-    /* Release: publishes the initialised state; pairs with the acquire
-     * loads of the handle in handle_state().  Acquire on failure: the
-     * winner's state is initialised before we use it. */
-    if (baton_cas(hw, &expected, h, memory_order_acq_rel, memory_order_acquire))
-        return s;
-    (void)pl_state_free(c, s, h);
-    return pl_state_at(c, expected);
+    return v == PL_INPLACE || v == PL_INPLACE_HELD;
 }
 
-static inline void *handle_state(_Atomic uint32_t *hw, const char *what)
+/* What the handle word `hw` of the lock at `owner` names for a set or a
+ * test: the state serving it, adopted where there is none (the word is 0;
+ * an in-place lock when none can be made);
+ * else NULL, with the word's value in *vp: an in-place lock, or garbage
+ * that reads as held. */
+__attribute__((noinline)) static void *word_state_slow(_Atomic uint32_t *hw, const void *owner, uint32_t *vp)
 {
-    /* Acquire: pairs with the release CAS in create_by_handle(). */
-    uint32_t h = baton_load(hw, memory_order_acquire);
-    return BATON_LIKELY(h != 0) ? pl_state_at(&pl_omp_class, h) : create_by_handle(hw, what);
+    for (;;) {
+        /* Acquire: pairs with the release CAS in pl_adopt(). */
+        uint32_t v = baton_load(hw, memory_order_acquire);
+        void *s = pl_state_lookup(&pl_omp_class, v, owner);
+        if (s != NULL)
+            return s;
+        if (v != 0) {
+            *vp = v;
+            return NULL;
+        }
+        (void)pl_adopt_or_inplace(&pl_omp_class, hw, owner, 0u);
+    }
 }
 
-/* The same for a critical section's pointer slot. */
+static inline void *word_state(_Atomic uint32_t *hw, const void *owner, uint32_t *vp)
+{
+    /* Acquire: pairs with the release CAS in pl_adopt(). */
+    void *s = pl_state_lookup(&pl_omp_class, baton_load(hw, memory_order_acquire), owner);
+    return BATON_LIKELY(s != NULL) ? s : word_state_slow(hw, owner, vp);
+}
+
+/* For a set: as word_state(), but garbage is waited on until the word
+ * changes (libgomp waits for an unset); NULL means the in-place lock. */
+static inline void *set_state(_Atomic uint32_t *hw, const void *owner)
+{
+    for (;;) {
+        uint32_t v = 0;
+        void *s = word_state(hw, owner, &v);
+        if (BATON_LIKELY(s != NULL) || in_place(v))
+            return s;
+        pl_wait_change(hw, v);
+    }
+}
+
+/* A critical section's slot holds a state, or, when none could be had, the
+ * address of an in-place word from this pool with its low bit set. */
+#define CRITICAL_POOL 64
+static _Atomic uint32_t critical_words[CRITICAL_POOL];
+static _Atomic unsigned critical_used;
+
+static inline _Atomic uint32_t *in_place_word(void *s)
+{
+    return ((uintptr_t)s & 1u) ? (_Atomic uint32_t *)((uintptr_t)s - 1u) : NULL;
+}
+
+/* The state for a critical section's pointer slot, created (and published
+ * with a CAS from NULL) on first use. */
 __attribute__((noinline)) static void *create_in_slot(_Atomic(void *) *slot, const char *what)
 {
     pl_class_t *c = &pl_omp_class;
-    uint32_t h;
+    uint32_t h = 0;
     int err = 0;
-    void *s = pl_state_new(c, &h, &err);
-    if (s == NULL)
-        no_state(what, err);
+    void *s = pl_state_new(c, (const void *)slot, &h, &err);
+    if (s == NULL) {
+        /* Relaxed: a ticket; the word is published by the CAS below. */
+        unsigned i = baton_fetch_add(&critical_used, 1u, memory_order_relaxed);
+        if (i >= CRITICAL_POOL)
+            no_state(what, err);
+        pl_no_state(c, err, "critical section is an in-place lock for the rest of the process");
+        baton_store(&critical_words[i], PL_INPLACE, memory_order_relaxed); /* published below */
+        s = (void *)((uintptr_t)&critical_words[i] | 1u);
+    }
     void *expected = NULL;
-    /* Release: publishes the initialised state; pairs with the acquire in
-     * slot_state().  Acquire on failure: the winner's state is ready. */
+    /* Release: publishes the initialised state (or in-place word); pairs
+     * with the acquire in slot_state().  Acquire on failure: the winner's
+     * state is ready. */
     if (baton_cas(slot, &expected, s, memory_order_acq_rel, memory_order_acquire))
         return s;
-    (void)pl_state_free(c, s, h);
+    if (h != 0)
+        (void)pl_state_free(c, s, h);
     return expected;
 }
 
@@ -225,7 +278,21 @@ static inline void *slot_state(_Atomic(void *) *slot, const char *what)
     return BATON_LIKELY(s != NULL) ? s : create_in_slot(slot, what);
 }
 
-/* --- acquiring and releasing, profiled when asked ------------------------------------ */
+/* --- acquiring and releasing, profiled when asked ------------------------------------
+ * `s` is the state, or NULL for the in-place lock `w`. */
+
+static inline int lock_try(void *s, _Atomic uint32_t *w)
+{
+    return s != NULL ? pl_omp_class.kind->trylock(s) : pl_inplace_trylock(w);
+}
+
+static inline void lock_wait(void *s, _Atomic uint32_t *w)
+{
+    if (s != NULL)
+        pl_omp_class.kind->lock(s);
+    else
+        pl_inplace_lock(w);
+}
 
 /* The profiler's record of the lock at `addr`; `cache`, where there is one,
  * keeps it (relaxed: racers store the same pointer, found again by address). */
@@ -240,32 +307,33 @@ static pl_prof_t *prof_of(const void *addr, pl_prof_type type, _Atomic(pl_prof_t
     return p;
 }
 
-__attribute__((noinline)) static void acquire_profiled(void *s, const void *addr, pl_prof_type type,
-                                                       _Atomic(pl_prof_t *) *cache, const void *caller)
+__attribute__((noinline)) static void acquire_profiled(void *s, _Atomic uint32_t *w, const void *addr,
+                                                       pl_prof_type type, _Atomic(pl_prof_t *) *cache,
+                                                       const void *caller)
 {
-    const baton_kind_t *k = pl_omp_class.kind;
     pl_prof_t *p = prof_of(addr, type, cache, caller);
-    if (k->trylock(s) == 0) {
+    if (lock_try(s, w) == 0) {
         pl_prof_acquired(p, 0, false, false);
         return;
     }
     uint64_t t0 = pl_prof_now();
-    k->lock(s);
+    lock_wait(s, w);
     pl_prof_acquired(p, pl_prof_now() - t0, true, false);
 }
 
-static inline void acquire(void *s, const void *addr, pl_prof_type type, _Atomic(pl_prof_t *) *cache,
-                           const void *caller)
+static inline void acquire(void *s, _Atomic uint32_t *w, const void *addr, pl_prof_type type,
+                           _Atomic(pl_prof_t *) *cache, const void *caller)
 {
     if (BATON_LIKELY(!pl_profiling))
-        pl_omp_class.kind->lock(s);
+        lock_wait(s, w);
     else
-        acquire_profiled(s, addr, type, cache, caller);
+        acquire_profiled(s, w, addr, type, cache, caller);
 }
 
-static inline int try_acquire(void *s, const void *addr, pl_prof_type type, const void *caller)
+static inline int try_acquire(void *s, _Atomic uint32_t *w, const void *addr, pl_prof_type type,
+                              const void *caller)
 {
-    int rc = pl_omp_class.kind->trylock(s);
+    int rc = lock_try(s, w);
     if (BATON_UNLIKELY(pl_profiling)) {
         pl_prof_t *p = prof_of(addr, type, NULL, caller);
         if (rc == 0)
@@ -276,33 +344,84 @@ static inline int try_acquire(void *s, const void *addr, pl_prof_type type, cons
     return rc;
 }
 
-/* Release a state the caller holds (the profiler sees the release just
+/* Release a lock the caller holds (the profiler sees the release just
  * before it happens, so the hold time ends there). */
-static inline void release(void *s, const void *addr, pl_prof_type type, _Atomic(pl_prof_t *) *cache)
+static inline void release(void *s, _Atomic uint32_t *w, const void *addr, pl_prof_type type,
+                           _Atomic(pl_prof_t *) *cache)
 {
     if (BATON_UNLIKELY(pl_profiling))
         pl_prof_released(prof_of(addr, type, cache, NULL));
-    /* EPERM (an owner-tracking kind refusing a non-owner) is misuse,
-     * ignored: see the top of this file. */
-    (void)pl_omp_class.kind->unlock(s);
+    if (s == NULL)
+        pl_inplace_unlock(w);
+    else
+        /* EPERM (an owner-tracking kind refusing a non-owner) is misuse,
+         * ignored: see the top of this file. */
+        (void)pl_omp_class.kind->unlock(s);
 }
 
-/* Destroy the state named by a handle word, unless it is held. */
+/* A critical section's slot: acquire and release whatever it holds. */
+static inline void critical_acquire(void *s, const void *addr, _Atomic(pl_prof_t *) *cache, const void *caller)
+{
+    _Atomic uint32_t *w = in_place_word(s);
+    acquire(w != NULL ? NULL : s, w, addr, PL_PROF_CRITICAL, cache, caller);
+}
+
+static inline void critical_release(void *s, const void *addr, _Atomic(pl_prof_t *) *cache)
+{
+    _Atomic uint32_t *w = in_place_word(s);
+    release(w != NULL ? NULL : s, w, addr, PL_PROF_CRITICAL, cache);
+}
+
+/* Destroy what a handle word names, unless it is held.  Garbage is left as
+ * it is (libgomp's destroy does nothing). */
 static void destroy_by_handle(_Atomic uint32_t *hw, const void *addr, const char *what)
 {
     if (BATON_UNLIKELY(pl_profiling))
         pl_prof_destroyed(addr);
-    /* Acquire: pairs with the release CAS in create_by_handle(). */
+    /* Acquire: pairs with the release CAS in pl_adopt(). */
     uint32_t h = baton_load(hw, memory_order_acquire);
-    if (h == 0)
-        return; /* never used */
-    if (pl_state_free(&pl_omp_class, pl_state_at(&pl_omp_class, h), h) != 0) {
+    void *s = pl_state_lookup(&pl_omp_class, h, addr);
+    if (s == NULL && h != PL_INPLACE) {
+        if (h == PL_INPLACE_HELD)
+            pl_log("%s(%p): the lock is held; left as it is", what, addr);
+        return; /* never used, held in place, or garbage */
+    }
+    if (s != NULL && pl_state_free(&pl_omp_class, s, h) != 0) {
         pl_log("%s(%p): the lock is held; left as it is", what, addr);
         return;
     }
     /* Relaxed: the program orders destroy after every use and before any
      * re-initialisation. */
     baton_store(hw, 0u, memory_order_relaxed);
+}
+
+/* Unset what a handle word names: the state (if it is held), the in-place
+ * lock, or garbage, which becomes 0 (libgomp's unset writes 0). */
+static void unset_by_handle(_Atomic uint32_t *hw, const void *addr)
+{
+    /* Acquire: pairs with the release CAS in pl_adopt() (a thread that set
+     * the lock already saw it; this only matters for misuse). */
+    uint32_t h = baton_load(hw, memory_order_acquire);
+    void *s = pl_state_lookup(&pl_omp_class, h, addr);
+    if (BATON_UNLIKELY(s == NULL)) {
+        if (h == PL_INPLACE_HELD)
+            release(NULL, hw, addr, PL_PROF_OMP, NULL);
+        else if (h != 0 && h != PL_INPLACE)
+            /* Garbage: free from now on.  A CAS, so that a racer's adoption
+             * is not undone; relaxed: nothing is published. */
+            (void)baton_cas(hw, &h, 0u, memory_order_relaxed, memory_order_relaxed);
+        return; /* 0: never locked (misuse, ignored) */
+    }
+    /* Unlocking a free lock would corrupt counting kinds (ticket): ignore
+     * it, as libgomp does.  Kinds that track their owner refuse it by
+     * themselves (EPERM), so only the others pay for the check, and the
+     * profiler, which must not count a release that does not happen.  The
+     * caller holds the lock in every correct program, so the check cannot
+     * race with a legitimate release. */
+    const baton_kind_t *k = pl_omp_class.kind;
+    if (BATON_UNLIKELY((!(k->caps & BATON_CAP_OWNER) || pl_profiling) && !k->is_locked(s)))
+        return;
+    release(s, NULL, addr, PL_PROF_OMP, NULL);
 }
 
 /* --- simple locks ------------------------------------------------------------------- */
@@ -347,8 +466,8 @@ PRELOAD_API void omp_set_lock(pl_omp_lock_t *lock)
         ((void (*)(pl_omp_lock_t *))stock(S_SET))(lock);
         return;
     }
-    void *s = handle_state(&lock->handle, "omp_set_lock");
-    acquire(s, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
+    void *s = set_state(&lock->handle, lock);
+    acquire(s, &lock->handle, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API void omp_unset_lock(pl_omp_lock_t *lock)
@@ -357,30 +476,18 @@ PRELOAD_API void omp_unset_lock(pl_omp_lock_t *lock)
         ((void (*)(pl_omp_lock_t *))stock(S_UNSET))(lock);
         return;
     }
-    /* Acquire: pairs with the release CAS in create_by_handle() (a thread
-     * that set the lock already saw it; this only matters for misuse). */
-    uint32_t h = baton_load(&lock->handle, memory_order_acquire);
-    if (BATON_UNLIKELY(h == 0))
-        return; /* never locked: misuse, ignored */
-    void *s = pl_state_at(&pl_omp_class, h);
-    /* Unlocking a free lock would corrupt counting kinds (ticket): ignore
-     * it, as libgomp does.  Kinds that track their owner refuse it by
-     * themselves (EPERM), so only the others pay for the check, and the
-     * profiler, which must not count a release that does not happen.  The
-     * caller holds the lock in every correct program, so the check cannot
-     * race with a legitimate release. */
-    const baton_kind_t *k = pl_omp_class.kind;
-    if (BATON_UNLIKELY((!(k->caps & BATON_CAP_OWNER) || pl_profiling) && !k->is_locked(s)))
-        return;
-    release(s, lock, PL_PROF_OMP, NULL);
+    unset_by_handle(&lock->handle, lock);
 }
 
 PRELOAD_API int omp_test_lock(pl_omp_lock_t *lock)
 {
     if (BATON_UNLIKELY(stock_mode()))
         return ((int (*)(pl_omp_lock_t *))stock(S_TEST))(lock);
-    void *s = handle_state(&lock->handle, "omp_test_lock");
-    return try_acquire(s, lock, PL_PROF_OMP, __builtin_return_address(0)) == 0;
+    uint32_t v = 0;
+    void *s = word_state(&lock->handle, lock, &v);
+    if (BATON_UNLIKELY(s == NULL && !in_place(v)))
+        return 0; /* garbage: held */
+    return try_acquire(s, &lock->handle, lock, PL_PROF_OMP, __builtin_return_address(0)) == 0;
 }
 
 /* --- nest locks --------------------------------------------------------------------- */
@@ -454,8 +561,8 @@ PRELOAD_API void omp_set_nest_lock(pl_omp_nest_lock_t *lock)
             pl_die("omp_set_nest_lock(%p): nested more than %d times", (void *)lock, INT_MAX);
         return;
     }
-    void *s = handle_state(&lock->handle, "omp_set_nest_lock");
-    acquire(s, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
+    void *s = set_state(&lock->handle, lock);
+    acquire(s, &lock->handle, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
     baton_store(&lock->owner, self, memory_order_relaxed); /* see above; the lock orders the rest */
     lock->count = 1;
 }
@@ -472,12 +579,12 @@ PRELOAD_API void omp_unset_nest_lock(pl_omp_nest_lock_t *lock)
     if (--lock->count > 0)
         return;
     /* Relaxed: we set the lock, so we already saw the handle's publication
-     * (the acquire in handle_state()). */
-    void *s = pl_state_at(&pl_omp_class, baton_load(&lock->handle, memory_order_relaxed));
+     * (the acquire in word_state()). */
+    void *s = pl_state_lookup(&pl_omp_class, baton_load(&lock->handle, memory_order_relaxed), lock);
     /* Clear the owner before the release: afterwards the lock is not ours
      * to touch (another thread may destroy and free it at once). */
     baton_store(&lock->owner, (uintptr_t)0, memory_order_relaxed);
-    release(s, lock, PL_PROF_OMP, NULL);
+    release(s, &lock->handle, lock, PL_PROF_OMP, NULL);
 }
 
 PRELOAD_API int omp_test_nest_lock(pl_omp_nest_lock_t *lock)
@@ -488,8 +595,11 @@ PRELOAD_API int omp_test_nest_lock(pl_omp_nest_lock_t *lock)
     /* Relaxed: see omp_set_nest_lock(). */
     if (baton_load(&lock->owner, memory_order_relaxed) == self)
         return nest_deeper(lock) ? (int)lock->count : 0;
-    void *s = handle_state(&lock->handle, "omp_test_nest_lock");
-    if (try_acquire(s, lock, PL_PROF_OMP, __builtin_return_address(0)) != 0)
+    uint32_t v = 0;
+    void *s = word_state(&lock->handle, lock, &v);
+    if (BATON_UNLIKELY(s == NULL && !in_place(v)))
+        return 0; /* garbage: held */
+    if (try_acquire(s, &lock->handle, lock, PL_PROF_OMP, __builtin_return_address(0)) != 0)
         return 0;
     baton_store(&lock->owner, self, memory_order_relaxed); /* see omp_set_nest_lock() */
     lock->count = 1;
@@ -510,7 +620,7 @@ PRELOAD_API void GOMP_critical_start(void)
         return;
     }
     void *s = slot_state(&critical_lock, "GOMP_critical_start");
-    acquire(s, &critical_lock, PL_PROF_CRITICAL, &critical_prof, __builtin_return_address(0));
+    critical_acquire(s, &critical_lock, &critical_prof, __builtin_return_address(0));
 }
 
 PRELOAD_API void GOMP_critical_end(void)
@@ -522,7 +632,7 @@ PRELOAD_API void GOMP_critical_end(void)
     /* Acquire: pairs with the release CAS in create_in_slot(). */
     void *s = baton_load(&critical_lock, memory_order_acquire);
     if (BATON_LIKELY(s != NULL))
-        release(s, &critical_lock, PL_PROF_CRITICAL, &critical_prof);
+        critical_release(s, &critical_lock, &critical_prof);
 }
 
 /* The compiler's slot for a named critical section is a pointer-sized,
@@ -536,7 +646,7 @@ PRELOAD_API void GOMP_critical_name_start(void **pptr)
     }
     _Atomic(void *) *slot = (_Atomic(void *) *)pptr;
     void *s = slot_state(slot, "GOMP_critical_name_start");
-    acquire(s, pptr, PL_PROF_CRITICAL, NULL, __builtin_return_address(0));
+    critical_acquire(s, pptr, NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API void GOMP_critical_name_end(void **pptr)
@@ -548,7 +658,7 @@ PRELOAD_API void GOMP_critical_name_end(void **pptr)
     /* Acquire: pairs with the release CAS in create_in_slot(). */
     void *s = baton_load((_Atomic(void *) *)pptr, memory_order_acquire);
     if (BATON_LIKELY(s != NULL))
-        release(s, pptr, PL_PROF_CRITICAL, NULL);
+        critical_release(s, pptr, NULL);
 }
 
 PRELOAD_API void GOMP_atomic_start(void)
@@ -558,7 +668,7 @@ PRELOAD_API void GOMP_atomic_start(void)
         return;
     }
     void *s = slot_state(&atomic_lock, "GOMP_atomic_start");
-    acquire(s, &atomic_lock, PL_PROF_CRITICAL, &atomic_prof, __builtin_return_address(0));
+    critical_acquire(s, &atomic_lock, &atomic_prof, __builtin_return_address(0));
 }
 
 PRELOAD_API void GOMP_atomic_end(void)
@@ -570,5 +680,5 @@ PRELOAD_API void GOMP_atomic_end(void)
     /* Acquire: pairs with the release CAS in create_in_slot(). */
     void *s = baton_load(&atomic_lock, memory_order_acquire);
     if (BATON_LIKELY(s != NULL))
-        release(s, &atomic_lock, PL_PROF_CRITICAL, &atomic_prof);
+        critical_release(s, &atomic_lock, &atomic_prof);
 }

@@ -317,8 +317,7 @@ static void clock_pair(uint64_t *ns, uint64_t *tsc)
 
 static void clock_calibrate(void)
 {
-    const char *force = getenv("BATON_PROFILE_CLOCK");
-    if (force != NULL && strcmp(force, "monotonic") == 0)
+    if (pl_config_clock_monotonic(getenv("BATON_PROFILE_CLOCK")))
         return;
 #if PL_HAVE_TSC
     unsigned a, b, c, d;
@@ -480,13 +479,9 @@ void pl_prof_start(void)
     if (!baton_cas(&started, &expected, 1, memory_order_relaxed, memory_order_relaxed))
         return;
     clock_calibrate();
-    const char *every = getenv("BATON_PROFILE_HOLD_EVERY");
-    long e = every != NULL && every[0] != '\0' ? strtol(every, NULL, 10) : 8;
-    hold_every = e >= 1 && e <= 65536 ? (uint32_t)e : 8;
+    hold_every = pl_config_hold_every(getenv("BATON_PROFILE_HOLD_EVERY"));
     hold_threshold = (1ull << 32) / hold_every;
-    const char *out = getenv("BATON_PROFILE_OUT");
-    if (out != NULL && strlen(out) < sizeof out_pattern)
-        memcpy(out_pattern, out, strlen(out) + 1);
+    (void)pl_config_out_pattern(getenv("BATON_PROFILE_OUT"), out_pattern, sizeof out_pattern);
     untracked.type = PL_PROF_MUTEX;
     baton_syslock_lock(&pl_prof_mu);
     table_room(); /* the first table, so that lookups rarely find none */
@@ -679,19 +674,7 @@ static int open_out(void)
     if (out_pattern[0] == '\0')
         return 2;
     char path[sizeof out_pattern + 32];
-    size_t n = 0;
-    for (const char *p = out_pattern; *p && n + 24 < sizeof path; p++) {
-        if (p[0] == '%' && p[1] == 'p') {
-            n += (size_t)snprintf(path + n, sizeof path - n, "%d", (int)getpid());
-            p++;
-        } else if (p[0] == '%' && p[1] == '%') {
-            path[n++] = '%';
-            p++;
-        } else {
-            path[n++] = *p;
-        }
-    }
-    path[n] = '\0';
+    (void)pl_config_out_path(out_pattern, (int)getpid(), path, sizeof path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         char msg[sizeof path + 128];

@@ -8,25 +8,31 @@
  * brackets, x86_64):
  *
  *   0   owner    the writer's token, 0 when no writer holds it   [__readers, __writers]
- *   8   handle   the slab handle of `state`                       [__wrphase_futex]
- *   16  prof     the profiler's record (BATON_PROFILE only)       [__writers_futex, __pad3]
+ *   16  prof     the profiler's record (BATON_PROFILE only)       [__pad3, __pad4]
  *   28  shared   0 in every baton rwlock; 1 in a process-shared   [__shared]
  *                rwlock, made by glibc's own pthread_rwlock_init
- *   40  state    the kind's lock state, in a slab slot            [__pad2]
+ *   40  handle   the slab handle of the kind's lock state         [__pad2]
  *                (preload.h), created on first use
  *   48  (glibc's __flags: left as the initializer wrote it)
+ *   (every other byte 0, as glibc's initial values)
  *
  * Why these positions.  PTHREAD_RWLOCK_INITIALIZER and
  * PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP are all zeros but
  * __flags, so a static rwlock reads as "baton's, no state yet" and is
  * adopted on first use: whoever gets there first creates a state and
- * publishes it with one CAS; racing threads free theirs and use the
+ * publishes its handle with one CAS; racing threads free theirs and use the
  * winner's.  glibc's pthread_rwlock_init zeroes the whole object and sets
  * __shared to 1 for PTHREAD_PROCESS_SHARED; it never writes __pad2 again.
- * So a non-NULL `state` (offset 40) can only be baton's, which keeps the
- * fast path to one load, and a NULL one is looked at closer: `shared` set
- * means a process-shared rwlock that glibc runs (baton's states live in
- * this process's slabs, useless to another process), forwarded for good.
+ * So a handle (offset 40) whose slot serves this rwlock can only be baton's,
+ * and anything else is looked at closer: `shared` set means a
+ * process-shared rwlock that glibc runs (baton's states live in this
+ * process's slabs, useless to another process), forwarded for good; the
+ * handle word's other values are pl_handle_state()'s (preload.h): 0 none
+ * yet, PL_HANDLE_FWD glibc's for good (out of memory: an rwlock that is
+ * free is a fresh glibc one already, so nothing else changes), and a
+ * handle that is not this rwlock's (a copy, garbage) adopted afresh when
+ * glibc would read the rwlock as free (__readers and __writers 0) and made
+ * glibc's otherwise.
  *
  * Error codes are glibc's: rdlock, wrlock and the timed variants by the
  * thread that holds the write lock EDEADLK; wrlock by a thread that holds
@@ -67,22 +73,23 @@
 #include <sys/mman.h>
 
 typedef struct pl_rwlock {
-    _Atomic uintptr_t owner;     /* 0 */
-    _Atomic uint32_t handle;     /* 8 */
-    uint32_t spare0;
+    _Atomic uint64_t owner;      /* 0: a thread token (uintptr_t) */
+    uint64_t spare0;             /* 8 */
     _Atomic(pl_prof_t *) prof;   /* 16 */
     uint32_t spare1;             /* 24 */
     int shared;                  /* 28: glibc's __shared */
     uint64_t spare2;             /* 32 */
-    _Atomic(void *) state;       /* 40: glibc's __pad2 */
+    _Atomic uint32_t handle;     /* 40: glibc's __pad2 */
+    uint32_t spare3;
 } pl_rwlock_t;
 
 _Static_assert(sizeof(pl_rwlock_t) <= offsetof(pthread_rwlock_t, __data.__flags),
                "baton's rwlock leaves glibc's __flags alone");
 _Static_assert(offsetof(pl_rwlock_t, shared) == offsetof(pthread_rwlock_t, __data.__shared),
                "the marker is glibc's __shared");
-_Static_assert(offsetof(pl_rwlock_t, state) == offsetof(pthread_rwlock_t, __data.__pad2),
-               "the state pointer sits where glibc never writes after init");
+_Static_assert(offsetof(pl_rwlock_t, handle) == offsetof(pthread_rwlock_t, __data.__pad2),
+               "the handle sits where glibc never writes after init");
+_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "a thread token fits the owner word");
 _Static_assert(_Alignof(pthread_rwlock_t) >= _Alignof(pl_rwlock_t), "alignment");
 
 /* --- the read locks this thread holds ------------------------------------------ */
@@ -181,54 +188,38 @@ static inline void rd_remove(rd_entry_t *e)
 
 /* --- state --------------------------------------------------------------------- */
 
-#define FORWARD (-1) /* the call goes to glibc */
-
-static void *create_state(pl_rwlock_t *r, int *err)
+/* No state can be made: glibc's own for the rest of its life.  Its fields are a
+ * fresh glibc rwlock's already (all 0 but __flags). */
+__attribute__((noinline, cold)) static void fall_back(const void *owner, uint32_t from)
 {
-    pl_class_t *c = &pl_rwlock_class;
-    uint32_t h;
-    void *s = pl_state_new(c, &h, err);
-    if (s == NULL)
-        return NULL;
-    void *expected = NULL;
-    /* Release: publishes the initialised state; pairs with the acquire
-     * loads of `state` in every entry point.  Acquire on failure: the
-     * winner's state is initialised before we use it. */
-    if (baton_cas(&r->state, &expected, s, memory_order_acq_rel, memory_order_acquire)) {
-        baton_store(&r->handle, h, memory_order_relaxed); /* read by destroy, which the program orders after use */
-        return s;
-    }
-    (void)pl_state_free(c, s, h);
-    return expected;
+    pl_rwlock_t *r = (pl_rwlock_t *)(uintptr_t)owner;
+    /* Relaxed: nothing is published (glibc's fields are as init left them). */
+    (void)baton_cas(&r->handle, &from, PL_HANDLE_FWD, memory_order_relaxed, memory_order_relaxed);
 }
 
-/* No state yet: a stock class, a process-shared rwlock (FORWARD), or one to
- * adopt now.  0 with *sp set, FORWARD, or an error code. */
-__attribute__((noinline)) static int state_slow(pl_rwlock_t *r, void **sp)
+/* The state of a baton rwlock: 0 with *sp set, PL_FORWARD (glibc's: the
+ * stock class, process-shared, made glibc's), or PL_NO_STATE (none yet,
+ * and not `create`). */
+__attribute__((noinline)) static int state_slow(pl_rwlock_t *r, void **sp, bool create)
 {
     pl_init();
     /* `shared` is written only by init, which the program orders before use. */
     if (pl_rwlock_class.stock || r->shared != 0)
-        return FORWARD;
+        return PL_FORWARD;
     if (pl_rwlock_class.kind->tryrlock == NULL)
         pl_die("%s='%s': the kind has no tryrlock", pl_rwlock_class.env, pl_rwlock_class.spec);
-    int err = 0;
-    void *s = create_state(r, &err);
-    if (s == NULL)
-        return err == ENOMEM ? EAGAIN : err;
-    *sp = s;
-    return 0;
+    return pl_handle_state(&pl_rwlock_class, &r->handle, r, &r->owner, &r->prof, create, fall_back, sp);
 }
 
 static inline int state_of(pl_rwlock_t *r, void **sp)
 {
-    /* Acquire: pairs with the release CAS in create_state(). */
-    void *s = baton_load(&r->state, memory_order_acquire);
+    /* Acquire: pairs with the release CAS in pl_adopt(). */
+    void *s = pl_state_lookup(&pl_rwlock_class, baton_load(&r->handle, memory_order_acquire), r);
     if (BATON_LIKELY(s != NULL)) {
         *sp = s;
         return 0;
     }
-    return state_slow(r, sp);
+    return state_slow(r, sp, true);
 }
 
 static pl_prof_t *prof_of(pl_rwlock_t *r, const void *caller)
@@ -239,8 +230,8 @@ static pl_prof_t *prof_of(pl_rwlock_t *r, const void *caller)
     if (p == NULL) {
         p = pl_prof_get(r, PL_PROF_RWLOCK, caller);
         baton_store(&r->prof, p, memory_order_relaxed);
-        /* Acquire: pairs with the release CAS in create_state(). */
-        void *s = baton_load(&r->state, memory_order_acquire);
+        /* Acquire: pairs with the release CAS in pl_adopt(). */
+        void *s = pl_state_lookup(&pl_rwlock_class, baton_load(&r->handle, memory_order_acquire), r);
         if (s != NULL && !pl_rwlock_class.stock)
             pl_prof_bind(p, pl_rwlock_class.kind, s);
     }
@@ -370,20 +361,21 @@ PRELOAD_API int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlocka
 
 PRELOAD_API int pthread_rwlock_destroy(pthread_rwlock_t *prw)
 {
-    pl_init();
     pl_rwlock_t *r = (pl_rwlock_t *)prw;
-    if (pl_rwlock_class.stock || r->shared != 0)
+    void *s = NULL;
+    int rc = state_slow(r, &s, false);
+    if (rc == PL_FORWARD)
         return pl_real()->rwlock_destroy(prw);
     /* Relaxed loads: the program orders destroy after every use. */
     if (baton_load(&r->owner, memory_order_relaxed) != 0)
         return EBUSY;
-    void *s = baton_load(&r->state, memory_order_acquire); /* pairs with the release CAS in create_state() */
-    if (s != NULL) {
-        int rc = pl_state_free(&pl_rwlock_class, s, baton_load(&r->handle, memory_order_relaxed));
+    if (rc == 0) {
+        rc = pl_state_free(&pl_rwlock_class, s, baton_load(&r->handle, memory_order_relaxed));
         if (rc != 0)
             return rc; /* EBUSY: readers inside */
-        baton_store(&r->state, NULL, memory_order_relaxed);
     }
+    /* No state (none yet, or another object's handle): forgotten. */
+    baton_store(&r->handle, 0u, memory_order_relaxed);
     if (BATON_UNLIKELY(pl_profiling)) {
         pl_prof_destroyed(r);
         baton_store(&r->prof, NULL, memory_order_relaxed);
@@ -399,7 +391,7 @@ PRELOAD_API int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
     void *s;
     int rc = state_of(r, &s);
     if (BATON_UNLIKELY(rc != 0))
-        return rc == FORWARD ? pl_real()->rwlock_rdlock(prw) : rc;
+        return rc == PL_FORWARD ? pl_real()->rwlock_rdlock(prw) : rc;
     return rd_lock(r, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
@@ -409,7 +401,7 @@ PRELOAD_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *prw)
     void *s;
     int rc = state_of(r, &s);
     if (BATON_UNLIKELY(rc != 0))
-        return rc == FORWARD ? pl_real()->rwlock_tryrdlock(prw) : rc;
+        return rc == PL_FORWARD ? pl_real()->rwlock_tryrdlock(prw) : rc;
     return rd_lock(r, s, TRY, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
@@ -419,7 +411,7 @@ PRELOAD_API int pthread_rwlock_timedrdlock(pthread_rwlock_t *prw, const struct t
     void *s;
     int rc = state_of(r, &s);
     if (BATON_UNLIKELY(rc != 0))
-        return rc == FORWARD ? pl_real()->rwlock_timedrdlock(prw, abstime) : rc;
+        return rc == PL_FORWARD ? pl_real()->rwlock_timedrdlock(prw, abstime) : rc;
     if (!deadline_valid(CLOCK_REALTIME, abstime))
         return EINVAL;
     return rd_lock(r, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
@@ -431,7 +423,7 @@ PRELOAD_API int pthread_rwlock_clockrdlock(pthread_rwlock_t *prw, clockid_t cloc
     void *s;
     int rc = state_of(r, &s);
     if (BATON_UNLIKELY(rc != 0))
-        return rc == FORWARD ? pl_real()->rwlock_clockrdlock(prw, clock, abstime) : rc;
+        return rc == PL_FORWARD ? pl_real()->rwlock_clockrdlock(prw, clock, abstime) : rc;
     if (!deadline_valid(clock, abstime))
         return EINVAL;
     return rd_lock(r, s, TIMED, clock, abstime, __builtin_return_address(0));
@@ -445,7 +437,7 @@ PRELOAD_API int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
     void *s;
     int rc = state_of(r, &s);
     if (BATON_UNLIKELY(rc != 0))
-        return rc == FORWARD ? pl_real()->rwlock_wrlock(prw) : rc;
+        return rc == PL_FORWARD ? pl_real()->rwlock_wrlock(prw) : rc;
     return wr_lock(r, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
@@ -455,7 +447,7 @@ PRELOAD_API int pthread_rwlock_trywrlock(pthread_rwlock_t *prw)
     void *s;
     int rc = state_of(r, &s);
     if (BATON_UNLIKELY(rc != 0))
-        return rc == FORWARD ? pl_real()->rwlock_trywrlock(prw) : rc;
+        return rc == PL_FORWARD ? pl_real()->rwlock_trywrlock(prw) : rc;
     return wr_lock(r, s, TRY, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
@@ -465,7 +457,7 @@ PRELOAD_API int pthread_rwlock_timedwrlock(pthread_rwlock_t *prw, const struct t
     void *s;
     int rc = state_of(r, &s);
     if (BATON_UNLIKELY(rc != 0))
-        return rc == FORWARD ? pl_real()->rwlock_timedwrlock(prw, abstime) : rc;
+        return rc == PL_FORWARD ? pl_real()->rwlock_timedwrlock(prw, abstime) : rc;
     if (!deadline_valid(CLOCK_REALTIME, abstime))
         return EINVAL;
     return wr_lock(r, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
@@ -477,7 +469,7 @@ PRELOAD_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t cloc
     void *s;
     int rc = state_of(r, &s);
     if (BATON_UNLIKELY(rc != 0))
-        return rc == FORWARD ? pl_real()->rwlock_clockwrlock(prw, clock, abstime) : rc;
+        return rc == PL_FORWARD ? pl_real()->rwlock_clockwrlock(prw, clock, abstime) : rc;
     if (!deadline_valid(clock, abstime))
         return EINVAL;
     return wr_lock(r, s, TIMED, clock, abstime, __builtin_return_address(0));
@@ -488,13 +480,14 @@ PRELOAD_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t cloc
 PRELOAD_API int pthread_rwlock_unlock(pthread_rwlock_t *prw)
 {
     pl_rwlock_t *r = (pl_rwlock_t *)prw;
-    /* Acquire: pairs with the release CAS in create_state(). */
-    void *s = baton_load(&r->state, memory_order_acquire);
+    /* Acquire: pairs with the release CAS in pl_adopt(). */
+    void *s = pl_state_lookup(&pl_rwlock_class, baton_load(&r->handle, memory_order_acquire), r);
     if (BATON_UNLIKELY(s == NULL)) {
-        pl_init();
-        if (pl_rwlock_class.stock || r->shared != 0) /* see state_slow() */
+        int rc = state_slow(r, &s, false);
+        if (rc == PL_FORWARD)
             return pl_real()->rwlock_unlock(prw);
-        return EPERM; /* never locked */
+        if (rc != 0)
+            return EPERM; /* never locked */
     }
     const baton_kind_t *k = pl_rwlock_class.kind;
     if (write_held_by_me(r)) {

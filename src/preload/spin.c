@@ -12,22 +12,36 @@
  *                          that; its x86-64 one reads 0 as held), and an
  *                          initialised spinlock that is never locked costs
  *                          nothing.
- *   1 .. 2^31-1            the slab handle of its state (preload.h; handles
- *                          stay below 2^28)
- *   SPIN_SHARED | 0 or 1   a process-shared spinlock, free or held, in
- *                          place.
+ *   1 .. 2^28              the slab handle of its state (preload.h), when
+ *                          the slot's back-pointer is this spinlock
+ *   PL_INPLACE | 0 or 1    an in-place lock, free or held (preload.h): a
+ *                          process-shared spinlock, or one that could get no
+ *                          state (out of memory), for the rest of its life
+ *   anything else          garbage: never initialised, copied from another
+ *                          spinlock, or a planted value, possibly the handle
+ *                          of another spinlock's state, which must not be
+ *                          touched.  Read as glibc's x86-64 spinlock reads
+ *                          the same word, where 1 is free, a larger positive
+ *                          value is counted down to free by lock, and 0 and
+ *                          negative values are held:
+ *       trylock   1 is free: a fresh state is adopted in its place and
+ *                 taken; any other value EBUSY
+ *       lock      a positive value is adopted and taken (glibc takes it
+ *                 after counting it down); a negative one is waited on
+ *                 until the word changes (glibc spins until an unlock
+ *                 writes 1), then looked at again
+ *       unlock    the word becomes 0, free (glibc writes 1)
+ *       destroy   the word becomes 0 (glibc leaves it)
  *
  * Process-shared spinlocks live in memory that other processes map, where
  * a handle into this process's slabs means nothing, and forwarding to
  * glibc's spinlock is not possible either: glibc's x86-64 word is 1 when
  * free and 0 or below when held, values the encoding above cannot tell from
- * handle 1, "no state yet" and SPIN_SHARED.  So
- * baton implements them itself, in the word: a test-and-test-and-set lock
- * on the SPIN_SHARED values, waiting through the wait layer (spin for the
- * calibrated budget, then yield; never a futex, which would be private to
- * this process).  Every process that uses such a lock must run under the
- * interposer (children inherit LD_PRELOAD): a process with glibc's
- * functions would read SPIN_SHARED as "held".
+ * handle 1, "no state yet" and garbage.  So baton implements them itself,
+ * in the word (the in-place lock).  Every process that uses such a lock
+ * must run under the interposer (children inherit LD_PRELOAD): a process
+ * with glibc's functions would read PL_INPLACE as "held".  The same holds a
+ * spinlock that could get no state, for the same reason.
  *
  * Error codes are glibc's: trylock of a held spinlock EBUSY, unlock of an
  * unheld one 0 (and nothing happens: the kind is not asked to release a
@@ -38,85 +52,48 @@
 #include "preload.h"
 
 #include <errno.h>
-#include <sched.h>
-
-#define SPIN_SHARED 0x80000000u
-#define SPIN_SHARED_HELD (SPIN_SHARED | 1u)
 
 _Static_assert(sizeof(pthread_spinlock_t) == sizeof(_Atomic uint32_t), "the spinlock is one 32-bit word");
-_Static_assert((uint64_t)PL_MAX_CHUNKS * PL_CHUNK_SLOTS < SPIN_SHARED, "handles leave the top bit free");
 
 static inline _Atomic uint32_t *word_of(pthread_spinlock_t *l)
 {
     return (_Atomic uint32_t *)(uintptr_t)l;
 }
 
-/* A handle names a state: neither 0 nor a process-shared value. */
-static inline bool is_handle(uint32_t v)
+/* The spinlock as its slot's back-pointer names it. */
+static inline const void *owner_of(pthread_spinlock_t *l)
 {
-    return v - 1u < SPIN_SHARED - 1u;
+    return (const void *)(uintptr_t)l;
 }
 
-/* The word was 0: create a state and publish its handle; returns the word's
- * value afterwards (ours or a racer's), or 0 with *err set. */
-__attribute__((noinline)) static uint32_t create_state(_Atomic uint32_t *w, int *err)
+static inline bool in_place(uint32_t v)
 {
-    pl_class_t *c = &pl_spin_class;
-    uint32_t h;
-    void *s = pl_state_new(c, &h, err);
-    if (s == NULL)
-        return 0;
-    uint32_t expected = 0;
-    /* Release: publishes the initialised state; pairs with the acquire loads
-     * of the word in every entry point.  Acquire on failure: a racer's state
-     * is initialised before we use it. */
-    if (baton_cas(w, &expected, h, memory_order_acq_rel, memory_order_acquire))
-        return h;
-    (void)pl_state_free(c, s, h);
-    return expected;
+    return v == PL_INPLACE || v == PL_INPLACE_HELD;
 }
 
-/* --- the in-place lock of process-shared spinlocks -------------------------------- */
-
-static int shared_trylock(_Atomic uint32_t *w)
+/* A garbage word that glibc would take (after counting it down). */
+static inline bool positive(uint32_t v)
 {
-    uint32_t expected = SPIN_SHARED;
-    /* Relaxed look first (test-and-test-and-set); acquire CAS: pairs with the
-     * release store in shared_unlock(). */
-    if (baton_load(w, memory_order_relaxed) != SPIN_SHARED)
-        return EBUSY;
-    return baton_cas(w, &expected, SPIN_SHARED_HELD, memory_order_acquire, memory_order_relaxed) ? 0 : EBUSY;
+    return v - 1u < 0x7fffffffu;
 }
 
-__attribute__((noinline, cold)) static void shared_lock_wait(_Atomic uint32_t *w)
+/* The word holds `from` (0, or garbage that reads as free): put a fresh
+ * state's handle in its place, or, when none can be made, a free in-place
+ * lock.  Returns the word's value afterwards (ours or a racer's). */
+static uint32_t adopt(pthread_spinlock_t *l, uint32_t from)
 {
-    baton_wait_t policy;
-    (void)baton_wait_init(&policy, BATON_WAIT_SPINPARK);
-    baton_waiter_t waiter;
-    baton_waiter_init(&waiter, &policy);
-    while (shared_trylock(w) != 0) {
-        /* Relaxed: a hint of when to try again; the CAS decides. */
-        while (baton_load(w, memory_order_relaxed) == SPIN_SHARED_HELD)
-            if (!baton_waiter_pause(&waiter, NULL, 0))
-                sched_yield(); /* past the spin budget: nobody would wake a sleeper */
-    }
-}
-
-static void shared_unlock(_Atomic uint32_t *w)
-{
-    /* Release: pairs with the acquire CAS in shared_trylock(). */
-    baton_store(w, SPIN_SHARED, memory_order_release);
+    return pl_adopt_or_inplace(&pl_spin_class, word_of(l), owner_of(l), from);
 }
 
 /* --- profiling -------------------------------------------------------------------------- */
 
-/* No room in 4 bytes for the record: the profiler finds it by address. */
-__attribute__((noinline, cold)) static int lock_profiled(pthread_spinlock_t *l, uint32_t v, const void *caller)
+/* No room in 4 bytes for the record: the profiler finds it by address.  s:
+ * the state, or NULL for an in-place lock. */
+__attribute__((noinline, cold)) static int lock_profiled(pthread_spinlock_t *l, void *s, const void *caller)
 {
     pl_prof_t *p = pl_prof_get(word_of(l), PL_PROF_SPIN, caller);
     const baton_kind_t *k = pl_spin_class.kind;
-    void *s = is_handle(v) ? pl_state_at(&pl_spin_class, v) : NULL;
-    if ((s ? k->trylock(s) : shared_trylock(word_of(l))) == 0) {
+    if ((s ? k->trylock(s) : pl_inplace_trylock(word_of(l))) == 0) {
         pl_prof_acquired(p, 0, false, false);
         return 0;
     }
@@ -124,7 +101,7 @@ __attribute__((noinline, cold)) static int lock_profiled(pthread_spinlock_t *l, 
     if (s)
         k->lock(s);
     else
-        shared_lock_wait(word_of(l));
+        pl_inplace_lock(word_of(l));
     pl_prof_acquired(p, pl_prof_now() - t0, true, false);
     return 0;
 }
@@ -138,7 +115,7 @@ PRELOAD_API int pthread_spin_init(pthread_spinlock_t *l, int pshared)
         return pl_real()->spin_init(l, pshared);
     /* Relaxed: initialisation precedes any use, which the program orders.
      * Like glibc, any value but PTHREAD_PROCESS_SHARED means private. */
-    baton_store(word_of(l), pshared == PTHREAD_PROCESS_SHARED ? SPIN_SHARED : 0u, memory_order_relaxed);
+    baton_store(word_of(l), pshared == PTHREAD_PROCESS_SHARED ? PL_INPLACE : 0u, memory_order_relaxed);
     return 0;
 }
 
@@ -148,13 +125,14 @@ PRELOAD_API int pthread_spin_destroy(pthread_spinlock_t *l)
     if (pl_spin_class.stock)
         return pl_real()->spin_destroy(l);
     _Atomic uint32_t *w = word_of(l);
-    /* Acquire: pairs with the release CAS in create_state() (the program
-     * orders destroy after every use). */
+    /* Acquire: pairs with the release CAS in pl_adopt() (the program orders
+     * destroy after every use). */
     uint32_t v = baton_load(w, memory_order_acquire);
-    if (v == SPIN_SHARED_HELD)
+    if (v == PL_INPLACE_HELD)
         return EBUSY;
-    if (is_handle(v)) {
-        int rc = pl_state_free(&pl_spin_class, pl_state_at(&pl_spin_class, v), v);
+    void *s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
+    if (s != NULL) {
+        int rc = pl_state_free(&pl_spin_class, s, v);
         if (rc != 0)
             return rc; /* EBUSY: held */
     }
@@ -164,37 +142,41 @@ PRELOAD_API int pthread_spin_destroy(pthread_spinlock_t *l)
     return 0;
 }
 
-/* Stock, profiling, no state yet, or process-shared. */
+/* Stock, profiling, no state yet, in place, or garbage. */
 __attribute__((noinline)) static int lock_slow(pthread_spinlock_t *l, const void *caller)
 {
     if (pl_spin_class.stock)
         return pl_real()->spin_lock(l);
     _Atomic uint32_t *w = word_of(l);
-    uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in create_state() */
-    if (v == 0) {
-        int err = 0;
-        v = create_state(w, &err);
-        if (v == 0)
-            return err == ENOMEM ? EAGAIN : err;
+    for (;;) {
+        uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in pl_adopt() */
+        void *s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
+        if (s == NULL && (v == 0 || positive(v))) {
+            (void)adopt(l, v);
+            continue;
+        }
+        if (s == NULL && !in_place(v)) {
+            pl_wait_change(w, v); /* garbage that reads as held */
+            continue;
+        }
+        if (BATON_UNLIKELY(pl_profiling))
+            return lock_profiled(l, s, caller);
+        if (s != NULL)
+            pl_spin_class.kind->lock(s);
+        else
+            pl_inplace_lock(w);
+        return 0;
     }
-    if (BATON_UNLIKELY(pl_profiling))
-        return lock_profiled(l, v, caller);
-    if (is_handle(v))
-        pl_spin_class.kind->lock(pl_state_at(&pl_spin_class, v));
-    else if (shared_trylock(w) != 0)
-        shared_lock_wait(w);
-    return 0;
 }
 
 PRELOAD_API int pthread_spin_lock(pthread_spinlock_t *l)
 {
-    /* The class must be configured before its `stock` and `kind` are read
-     * (a glibc spinlock's 1 would look like handle 1). */
+    /* The class must be configured before its `kind` is read. */
     pl_init();
-    /* Acquire: pairs with the release CAS in create_state(). */
-    uint32_t v = baton_load(word_of(l), memory_order_acquire);
-    if (BATON_LIKELY(is_handle(v) && !pl_spin_class.stock && !pl_profiling)) {
-        pl_spin_class.kind->lock(pl_state_at(&pl_spin_class, v));
+    /* Acquire: pairs with the release CAS in pl_adopt(). */
+    void *s = pl_state_lookup(&pl_spin_class, baton_load(word_of(l), memory_order_acquire), owner_of(l));
+    if (BATON_LIKELY(s != NULL && !pl_profiling)) {
+        pl_spin_class.kind->lock(s);
         return 0;
     }
     return lock_slow(l, __builtin_return_address(0));
@@ -206,14 +188,14 @@ PRELOAD_API int pthread_spin_trylock(pthread_spinlock_t *l)
     if (pl_spin_class.stock)
         return pl_real()->spin_trylock(l);
     _Atomic uint32_t *w = word_of(l);
-    uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in create_state() */
-    if (BATON_UNLIKELY(v == 0)) {
-        int err = 0;
-        v = create_state(w, &err);
-        if (v == 0)
-            return err == ENOMEM ? EAGAIN : err;
+    uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in pl_adopt() */
+    void *s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
+    if (BATON_UNLIKELY(s == NULL && (v == 0 || v == 1))) {
+        /* No state yet, or garbage that reads as free. */
+        v = adopt(l, v);
+        s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
     }
-    int rc = is_handle(v) ? pl_spin_class.kind->trylock(pl_state_at(&pl_spin_class, v)) : shared_trylock(w);
+    int rc = s != NULL ? pl_spin_class.kind->trylock(s) : in_place(v) ? pl_inplace_trylock(w) : EBUSY;
     if (BATON_UNLIKELY(pl_profiling)) {
         pl_prof_t *p = pl_prof_get(word_of(l), PL_PROF_SPIN, __builtin_return_address(0));
         if (rc == 0)
@@ -230,10 +212,10 @@ PRELOAD_API int pthread_spin_unlock(pthread_spinlock_t *l)
     if (pl_spin_class.stock)
         return pl_real()->spin_unlock(l);
     _Atomic uint32_t *w = word_of(l);
-    uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in create_state() */
-    if (is_handle(v)) {
+    uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in pl_adopt() */
+    void *s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
+    if (s != NULL) {
         const baton_kind_t *k = pl_spin_class.kind;
-        void *s = pl_state_at(&pl_spin_class, v);
         /* Unlocking a free spinlock is a no-op, as in glibc; asking the kind
          * would corrupt some (a ticket lock would serve a ticket nobody
          * drew).  Holders always see their own lock held. */
@@ -242,10 +224,15 @@ PRELOAD_API int pthread_spin_unlock(pthread_spinlock_t *l)
         if (BATON_UNLIKELY(pl_profiling))
             pl_prof_released(pl_prof_get(word_of(l), PL_PROF_SPIN, NULL));
         (void)k->unlock(s); /* EPERM from an owner-checking kind: not ours; glibc says 0 */
-    } else if (v == SPIN_SHARED_HELD) {
+    } else if (v == PL_INPLACE_HELD) {
         if (BATON_UNLIKELY(pl_profiling))
             pl_prof_released(pl_prof_get(word_of(l), PL_PROF_SPIN, NULL));
-        shared_unlock(w);
+        pl_inplace_unlock(w);
+    } else if (v != 0 && v != PL_INPLACE) {
+        /* Garbage: free from now on, as glibc's unlock writes 1.  A CAS, so
+         * that a racer's adoption is not undone.  Relaxed: nothing is
+         * published (the next user adopts with a CAS of its own). */
+        (void)baton_cas(w, &v, 0u, memory_order_relaxed, memory_order_relaxed);
     }
     return 0;
 }

@@ -252,6 +252,20 @@ static double clamp(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+bool baton_spin_fixed_env(const char *value)
+{
+    return value != NULL && strcmp(value, "1") == 0;
+}
+
+bool baton_spin_budget_env(const char *value, double *ns)
+{
+    if (value == NULL || value[0] == '\0')
+        return false;
+    double v = strtod(value, NULL);
+    *ns = v == v ? clamp(v, 0.0, 1e9) : 0.0; /* NaN: no spinning */
+    return true;
+}
+
 static void calibrate(void)
 {
     measure_tsc();
@@ -262,11 +276,8 @@ static void calibrate(void)
     cal.yield_ns = time_yield();
     cal.futex_wake_ns = time_futex_wake();
 
-    const char *fixed = getenv("BATON_SPIN_FIXED");
-    cal.spin_fixed = fixed != NULL && strcmp(fixed, "1") == 0;
-    const char *env = getenv("BATON_SPIN_BUDGET_NS");
-    if (env && *env) {
-        cal.spin_budget_ns = clamp(strtod(env, NULL), 0.0, 1e9);
+    cal.spin_fixed = baton_spin_fixed_env(getenv("BATON_SPIN_FIXED"));
+    if (baton_spin_budget_env(getenv("BATON_SPIN_BUDGET_NS"), &cal.spin_budget_ns)) {
         cal.from_env = 1;
     } else {
         double cpu_soon;

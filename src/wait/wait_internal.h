@@ -3,6 +3,7 @@
 #define BATON_WAIT_INTERNAL_H
 
 #include <baton/wait.h>
+#include <stdbool.h>
 
 /* Monitor-wait until *word != val or `cycles` TSC cycles pass. */
 void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles);
@@ -21,5 +22,12 @@ const baton_calibration_t *baton_calibration_start(void);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t baton_now_ns(void);
+
+/* The environment's say in calibration (values, NULL: unset; they read
+ * nothing else, so that a fuzz target can call them): BATON_SPIN_FIXED=1,
+ * and BATON_SPIN_BUDGET_NS, a spin budget clamped to [0, 1e9] ns (false
+ * when unset or empty). */
+bool baton_spin_fixed_env(const char *value);
+bool baton_spin_budget_env(const char *value, double *ns);
 
 #endif

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -264,6 +265,18 @@ static inline void ptest_await(ptest_flag_t *f, int v)
     /* Acquire: pairs with the release in ptest_raise(). */
     while (baton_load(&f->v, memory_order_acquire) < v)
         sched_yield();
+}
+
+/* As ptest_await(), for at most ms milliseconds: true if the flag reached v. */
+static inline bool ptest_await_ms(ptest_flag_t *f, int v, unsigned ms)
+{
+    for (unsigned i = 0; i < ms; i++) {
+        /* Acquire: pairs with the release in ptest_raise(). */
+        if (baton_load(&f->v, memory_order_acquire) >= v)
+            return true;
+        ptest_sleep_ms(1);
+    }
+    return baton_load(&f->v, memory_order_acquire) >= v; /* as above */
 }
 
 #endif

@@ -36,7 +36,8 @@ lib=$build/src/preload/libbaton-preload.so
 timeout_s=${PTEST_TIMEOUT:-30}
 heavy=${PTEST_HEAVY:-all}
 
-tests=(mutex robust static_init cond rwlock spin barrier fork versions symver omp threads million)
+tests=(mutex robust static_init cond rwlock spin barrier fork versions symver omp garbage barrier_race omp_garbage exhaust
+       threads million)
 
 if [ ! -f "$lib" ]; then
     echo "FAIL: $lib is not built (ninja -C $build baton_preload)" >&2
@@ -105,7 +106,7 @@ for kind in "$@"; do
         exe=$dir/ptest_$t
         label="$t [$name]"
         if [ ! -x "$exe" ]; then
-            if [ "$t" = omp ]; then
+            if [ "$t" = omp ] || [ "$t" = omp_garbage ]; then
                 report SKIP "$label (not built: no OpenMP for this compiler)"
                 skip=$((skip + 1))
             else
