@@ -26,6 +26,11 @@ static baton_qnode_t *free_nodes;             /* under arena_mutex */
 static baton_qnode_t *free_monitors;          /* under arena_mutex */
 static baton_syslock_t arena_mutex = BATON_SYSLOCK_INIT;
 static baton_qnode_t first_chunk[CHUNK_NODES];
+/* Taken, as the next chunk, when memory for one fails; only acquires use it
+ * (inits report ENOMEM instead), so that threads can still lock the locks
+ * that exist.  Static and zero: no memory until touched. */
+static baton_qnode_t emergency_chunk[CHUNK_NODES];
+static uint32_t emergency_start = UINT32_MAX; /* its first index, once taken */
 
 _Thread_local baton_thread_state_t *baton_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
@@ -38,8 +43,10 @@ baton_qnode_t *baton_qnode_at(uint32_t index)
     return &chunk[index & (CHUNK_NODES - 1u)];
 }
 
-/* Take a record from `*list`, or carve a new one.  Caller holds arena_mutex. */
-static baton_qnode_t *arena_take(baton_qnode_t **list)
+/* Take a record from `*list`, or carve a new one.  Caller holds arena_mutex.
+ * Out of memory: NULL if `may_fail`, else the program stops (a lock's
+ * acquire has no way to report it). */
+static baton_qnode_t *arena_take(baton_qnode_t **list, bool may_fail)
 {
     baton_qnode_t *n = *list;
     if (n) {
@@ -53,10 +60,18 @@ static baton_qnode_t *arena_take(baton_qnode_t **list)
         fprintf(stderr, "baton: queue-node arena exhausted (%u records)\n", idx);
         abort();
     }
+    if (may_fail && idx >= emergency_start)
+        return NULL; /* the emergency chunk is for acquires */
     baton_qnode_t *chunk = atomic_load_explicit(&dir[c], memory_order_relaxed);
     if (!chunk) {
         chunk = c == 0 ? first_chunk : aligned_alloc(BATON_CACHELINE, sizeof(baton_qnode_t) * CHUNK_NODES);
+        if (!chunk && !may_fail && emergency_start == UINT32_MAX) {
+            chunk = emergency_chunk;
+            emergency_start = idx;
+        }
         if (!chunk) {
+            if (may_fail)
+                return NULL;
             fprintf(stderr, "baton: out of memory for queue nodes\n");
             abort();
         }
@@ -120,7 +135,7 @@ baton_thread_state_t *baton_thread_state_slow(void)
     return ts;
 }
 
-baton_qnode_t *baton_qnode_get_slow(void)
+static baton_qnode_t *qnode_get(bool may_fail)
 {
     baton_thread_state_t *ts = baton_thread_state_slow();
     baton_qnode_t *n = ts->pool;
@@ -128,12 +143,39 @@ baton_qnode_t *baton_qnode_get_slow(void)
         ts->pool = n->pool_next;
     } else {
         baton_syslock_lock(&arena_mutex);
-        n = arena_take(&free_nodes);
+        n = arena_take(&free_nodes, may_fail);
         baton_syslock_unlock(&arena_mutex);
+        if (n == NULL)
+            return NULL;
     }
     n->pool_next = NULL;
     atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
     return n;
+}
+
+baton_qnode_t *baton_qnode_get_slow(void)
+{
+    return qnode_get(false);
+}
+
+baton_qnode_t *baton_qnode_try_get(void)
+{
+    return qnode_get(true);
+}
+
+int baton_qnode_reserve(unsigned n)
+{
+    baton_thread_state_t *ts = baton_thread_state_slow();
+    unsigned have = 0;
+    for (baton_qnode_t *p = ts->pool; p != NULL && have < n; p = p->pool_next)
+        have++;
+    for (; have < n; have++) {
+        baton_qnode_t *q = qnode_get(true);
+        if (q == NULL)
+            return ENOMEM;
+        baton_qnode_put(q);
+    }
+    return 0;
 }
 
 baton_qnode_t *baton_thread_monitor_slow(void)
@@ -142,7 +184,7 @@ baton_qnode_t *baton_thread_monitor_slow(void)
     if (ts->monitor != NULL)
         return ts->monitor;
     baton_syslock_lock(&arena_mutex);
-    ts->monitor = arena_take(&free_monitors);
+    ts->monitor = arena_take(&free_monitors, false);
     baton_syslock_unlock(&arena_mutex);
     return ts->monitor;
 }

@@ -50,6 +50,12 @@ extern _Thread_local baton_thread_state_t *baton_tls __attribute__((tls_model("i
 
 /* Slow halves: create the thread's state, refill the pool. */
 baton_qnode_t *baton_qnode_get_slow(void);
+/* A node for a lock's init, which can report ENOMEM: NULL when the arena
+ * needs memory and none is left (baton_qnode_get() stops the program). */
+baton_qnode_t *baton_qnode_try_get(void);
+/* Make sure the calling thread's pool holds at least n nodes, so that its
+ * next n nested acquisitions of queue locks need no memory: 0, or ENOMEM. */
+int baton_qnode_reserve(unsigned n);
 baton_thread_state_t *baton_thread_state_slow(void);
 baton_qnode_t *baton_thread_monitor_slow(void);
 

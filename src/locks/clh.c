@@ -26,9 +26,22 @@ static inline baton_qnode_t *unpack(uint64_t t)
     return baton_qnode_at((uint32_t)t);
 }
 
+/* Nodes an init leaves in the thread's pool (see baton_clh_init()). */
+#define CLH_RESERVE 4u
+
 int baton_clh_init(baton_clh_t *l, const baton_wait_t *wait)
 {
-    baton_qnode_t *dummy = baton_qnode_get();
+    /* The lock keeps a node for good, and every acquire needs one from the
+     * thread's pool until it adopts its predecessor's: take the dummy, and
+     * leave the pool CLH_RESERVE nodes for locks held at once, or report
+     * ENOMEM now, where it can be reported (an acquire cannot). */
+    baton_qnode_t *dummy = baton_qnode_try_get();
+    if (dummy == NULL)
+        return ENOMEM;
+    if (baton_qnode_reserve(CLH_RESERVE) != 0) {
+        baton_qnode_put(dummy);
+        return ENOMEM;
+    }
     atomic_store_explicit(&dummy->state, CLH_RELEASED, memory_order_relaxed);
     dummy->gen++;
     /* Plain init: the lock is not shared before init returns. */
