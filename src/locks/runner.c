@@ -75,14 +75,18 @@ enum { RUN_WAIT = 0, RUN_HEAD = 1, RUN_GRANTED = 2 };
 #define ARRIVAL_NS 300u
 
 /* Then, unless the owner loops on the lock, it polls, yielding its CPU
- * between polls, for up to this many wake-up latencies before it queues
- * and sleeps.  Under oversubscription a yield hands the CPU to a runnable
- * thread, often the owner itself, where a sleep would cost a wake-up in
- * a busy run queue (milliseconds) and keep a thread from running
- * afterwards. */
-#define YIELD_WAKES 8u
-#define YIELD_NS_MIN 50000u
-#define YIELD_NS_MAX 2000000u
+ * between polls, for about one wake-up latency before it queues and
+ * sleeps.  Under oversubscription a yield hands the CPU to a runnable
+ * thread, often the owner itself, where a sleep would cost a wake-up in a
+ * busy run queue (milliseconds) and keep a thread from running afterwards.
+ * Longer is worse: a program's threads that yield in a loop keep its other
+ * threads, the owner among them, off the CPUs.  Measured on the 2-CPU VM
+ * (bench micro, S=10): 50 us ran as fast as 400 us with 16 threads and 64
+ * locks, and 12% faster with 2 threads, L=100; none at all was 25% slower
+ * with 16 threads and 64 locks. */
+#define YIELD_WAKES 1u
+#define YIELD_NS_MIN 20000u
+#define YIELD_NS_MAX 200000u
 
 /* A queued waiter sleeps at most this many tenures at a time (see
  * queue_wait()). */
