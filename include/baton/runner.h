@@ -14,25 +14,28 @@
  *   tail   MCS-style queue of waiters
  *   heir   the queue head's node while it waits: the one waiter that may
  *          spin; everyone behind it sleeps
+ *   deadline, owner_cpu: the heir's tenure deadline; where the owner ran
  *
  * Acquire: one CAS 0 -> self.  Whoever runs when the lock is free takes it
  * (barging), so a thread that loops on the lock keeps it, and its data, on
- * its core.  Otherwise an arriving thread spins briefly if nobody queues
- * (a short critical section ends soon), then joins the queue.  Behind the
- * head it sleeps at once, so however many threads wait, at most two run:
- * the owner and the heir (concurrency restriction).
+ * its core.  Otherwise an arriving thread spins briefly (a short critical
+ * section ends soon), yields its CPU for a while unless it saw the owner
+ * loop on the lock, then joins the queue.  Behind the head it sleeps at
+ * once, so however many threads wait, at most two run: the owner and the
+ * heir (concurrency restriction).
  *
  * The heir spins for about what a sleep would cost, then sleeps, in one of
- * two ways.  If the lock changed hands while it looked (an owner that
- * loops), it sleeps, unannounced, until its tenure deadline; the owner will
- * not need it before then.  Otherwise (an owner inside a long section, or
- * preempted) it announces that it sleeps (flags |= HEIR_PARKED) and the
- * next unlock wakes it.  The tenure: once the heir has waited one tenure
- * (adaptive: a multiple of the measured wake-up latency, so that the
- * hand-overs cost a few percent), it demands the lock (flags |= DEMAND)
- * and spins; the next unlock then hands the lock to it directly, but only
- * while the heir's node says it spins.  A sleeping heir is woken instead,
- * the lock is released, and the heir competes when it runs.
+ * two ways.  If it saw the owner loop, it sleeps unannounced: the owner
+ * will not need it before its tenure deadline, and the owner's periodic
+ * check (every BATON_RUNNER_CHECK_EVERY releases) wakes it shortly before.
+ * Otherwise (an owner inside a long section, or preempted) it announces
+ * that it sleeps (flags |= HEIR_PARKED) and the next unlock wakes it.  The
+ * tenure: once the heir has waited one tenure (adaptive: a multiple of the
+ * measured wake-up latency, so that hand-overs cost a few percent), it
+ * demands the lock (flags |= DEMAND) and spins; the next unlock then hands
+ * the lock to it directly, but only while the heir's node says it spins.
+ * A sleeping heir is woken instead, the lock is released, and the heir
+ * competes when it runs.
  *
  * So after every unlock the lock is free, or owned by the heir that was
  * spinning for it when the owner handed it over.  trylock succeeds whenever
@@ -75,7 +78,6 @@ typedef struct baton_runner {
     _Atomic uint64_t deadline; /* the heir's tenure deadline (ns) */
     _Atomic uint32_t owner_cpu; /* where the owner ran at its last check */
     uint32_t tenure_ns; /* 0: adaptive */
-    uint32_t arrival_ns, yield_ns, window_ns; /* UINT32_MAX: adaptive (experiment knobs) */
     baton_wait_t wait;
 } baton_runner_t;
 

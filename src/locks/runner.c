@@ -19,9 +19,13 @@
  *
  * Who wakes whom:
  *   - the thread that leaves the queue head (it acquired) promotes its
- *     successor: RUN_WAIT -> RUN_HEAD, and a futex wake if it slept;
+ *     successor: RUN_WAIT -> RUN_HEAD, with a futex wake if it slept, or,
+ *     in the tenure regime, asleep (RUN_HEAD | BATON_WAIT_PARKED, no wake);
+ *   - the owner's check (every BATON_RUNNER_CHECK_EVERY releases) wakes a
+ *     heir that sleeps unannounced, a wake-up latency before its deadline;
  *   - an owner's slow release wakes a heir that announced its sleep;
- *   - a heir that slept unannounced wakes itself (a timeout).
+ *   - timeouts bound every sleep, the safety net for a crossing and for an
+ *     owner that stops releasing.
  */
 #include <baton/runner.h>
 #include "../core/thread.h"
@@ -179,7 +183,6 @@ int baton_runner_init(baton_runner_t *l, const baton_wait_t *wait, uint32_t tenu
     atomic_init(&l->deadline, 0);
     atomic_init(&l->owner_cpu, UINT32_MAX);
     l->tenure_ns = tenure_ns;
-    l->arrival_ns = l->yield_ns = l->window_ns = UINT32_MAX;
     if (wait)
         l->wait = *wait;
     else
@@ -287,7 +290,7 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
     for (;;) {
         /* A spin phase: until the lock is ours, or it is time to sleep. */
         const uint64_t wake = wake_ns();
-        uint64_t window = spins ? (l->window_ns != UINT32_MAX ? l->window_ns : spin_window()) : demanded ? LOOK_NS : 0;
+        uint64_t window = spins ? spin_window() : demanded ? LOOK_NS : 0;
         uint64_t start = now;
         uint32_t delay = first_delay;
         first_delay = 1;
@@ -319,7 +322,7 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
                  * flags (our node and `heir` are published before). */
                 baton_fetch_or(&l->flags, BATON_RUNNER_DEMAND, memory_order_release);
                 start = now;
-                window = spins ? (l->window_ns != UINT32_MAX ? l->window_ns : spin_window()) : LOOK_NS;
+                window = spins ? spin_window() : LOOK_NS;
                 continue;
             }
             if (!may_park) {
@@ -491,7 +494,7 @@ static bool arrive(baton_runner_t *l, uintptr_t self)
         if (seen == SEEN_LOOPING) {
             return false;
         }
-        if (baton_now_ns() - start >= (l->arrival_ns != UINT32_MAX ? l->arrival_ns : ARRIVAL_NS))
+        if (baton_now_ns() - start >= ARRIVAL_NS)
             break;
     }
     if (!baton_wait_may_park(&l->wait))
@@ -499,7 +502,7 @@ static bool arrive(baton_runner_t *l, uintptr_t self)
     /* Still held, by threads that take turns, or by an owner that is off
      * its CPU: keep polling, but give the CPU away between polls, for a
      * while (a yield is long enough for "free" to mean free). */
-    const uint64_t budget = l->yield_ns != UINT32_MAX ? l->yield_ns : yield_budget();
+    const uint64_t budget = yield_budget();
     for (;;) {
         sched_yield();
         int seen = look_again(l, &lk);
@@ -628,20 +631,12 @@ int baton_runner_release_check(baton_runner_t *l)
 
 static const baton_option_desc_t runner_options[] = {
     {"tenure_us", 0, 1000000, 0,
-     "how long the heir lets the owner keep the lock before demanding it (us; 0: adaptive, 16 wake-ups)"},
-    {"xa", 0, 1000000000, 1000000000, "arrival ns"},
-    {"xy", 0, 1000000000, 1000000000, "yield ns"},
-    {"xw", 0, 1000000000, 1000000000, "window ns"},
+     "how long the heir lets the owner keep the lock before demanding it (us; 0: adaptive, 8 wake-up latencies)"},
 };
 
 static int k_init(void *s, const baton_opts_t *o)
 {
-    int rc = baton_runner_init(s, &o->wait, (uint32_t)(o->value[0] * 1000u));
-    baton_runner_t *l = s;
-    if (o->value[1] != 1000000000) l->arrival_ns = (uint32_t)o->value[1];
-    if (o->value[2] != 1000000000) l->yield_ns = (uint32_t)o->value[2];
-    if (o->value[3] != 1000000000) l->window_ns = (uint32_t)o->value[3];
-    return rc;
+    return baton_runner_init(s, &o->wait, (uint32_t)(o->value[0] * 1000u));
 }
 static int k_destroy(void *s) { return baton_runner_destroy(s); }
 static void k_lock(void *s) { baton_runner_lock(s); }
