@@ -48,8 +48,8 @@ build-tsan/build.ninja:
 	cmake -S . -B build-tsan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_SANITIZE=thread -DBATON_PEERS=OFF
 
 test-tsan: deps build-tsan/build.ninja
-	cmake --build build-tsan -j $(JOBS) --target stress stress_chaos
-	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R '^stress'
+	cmake --build build-tsan -j $(JOBS) --target stress stress_chaos test_default
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R '^(stress|default$$)'
 
 build-asan/build.ninja:
 	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DBATON_SANITIZE=address -DBATON_PEERS=OFF -DBATON_HTM=OFF
