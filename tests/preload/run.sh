@@ -36,7 +36,7 @@ lib=$build/src/preload/libbaton-preload.so
 timeout_s=${PTEST_TIMEOUT:-30}
 heavy=${PTEST_HEAVY:-all}
 
-tests=(mutex robust static_init cond rwlock spin barrier fork versions symver omp garbage barrier_race omp_garbage exhaust
+tests=(mutex handoff robust static_init cond rwlock spin barrier fork versions symver omp garbage barrier_race omp_garbage exhaust
        threads million)
 
 if [ ! -f "$lib" ]; then
