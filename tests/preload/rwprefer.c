@@ -156,6 +156,7 @@ static void scene(pthread_rwlock_t *l, int pref, const char *what)
 
 static void make(pthread_rwlock_t *l, int kind)
 {
+    ptest_phase = "init with a kind";
     pthread_rwlockattr_t at;
     REQUIRE(pthread_rwlockattr_init(&at), 0);
     REQUIRE(pthread_rwlockattr_setkind_np(&at, kind), 0);
