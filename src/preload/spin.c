@@ -223,7 +223,9 @@ PRELOAD_API int pthread_spin_unlock(pthread_spinlock_t *l)
             return 0;
         if (BATON_UNLIKELY(pl_profiling))
             pl_prof_released(pl_prof_get(word_of(l), PL_PROF_SPIN, NULL));
-        (void)k->unlock(s); /* EPERM from an owner-checking kind: not ours; glibc says 0 */
+        /* Whatever thread calls, as glibc's (a spinlock has no owner): the
+         * kind's release. */
+        (void)pl_spin_class.release(s);
     } else if (v == PL_INPLACE_HELD) {
         if (BATON_UNLIKELY(pl_profiling))
             pl_prof_released(pl_prof_get(word_of(l), PL_PROF_SPIN, NULL));
