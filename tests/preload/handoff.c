@@ -18,6 +18,8 @@
  *   stray unlock  an unlock of a free NORMAL mutex returns 0 (glibc's
  *                 answer) and the mutex works on: another thread locks it,
  *                 and it still excludes
+ *   spinlock      a spinlock locked by a thread that exits is unlocked by
+ *                 main, and then free (glibc's spinlocks have no owner)
  *   checked       ERRORCHECK and RECURSIVE mutexes keep refusing: main's
  *                 unlock of a dead thread's hold returns EPERM and the
  *                 mutex stays held (trylock EBUSY)
@@ -235,6 +237,34 @@ static void stray(enum how how)
     }
 }
 
+/* --- a spinlock: no owner, any thread unlocks it (glibc) ---------------------------------- */
+
+typedef struct spin_box {
+    pthread_spinlock_t l; /* volatile int: boxed, to travel as a void * */
+} spin_box_t;
+
+static void *spin_and_exit(void *arg)
+{
+    return (void *)(intptr_t)pthread_spin_lock(&((spin_box_t *)arg)->l);
+}
+
+static void spinlock(void)
+{
+    ptest_phase = "spinlock";
+    static spin_box_t sb;
+    REQUIRE(pthread_spin_init(&sb.l, PTHREAD_PROCESS_PRIVATE), 0);
+    for (int i = 0; i < ROUNDS / 10; i++) {
+        REQUIRE(ptest_on_other_thread(spin_and_exit, &sb), 0);
+        EXPECT(pthread_spin_unlock(&sb.l), 0);
+        int rc = pthread_spin_trylock(&sb.l);
+        if (rc != 0)
+            ptest_fatal(__LINE__, "round %d: spin_trylock after another thread's unlock returned %d (%s), "
+                        "expected 0", i, rc, ptest_errname(rc));
+        EXPECT(pthread_spin_unlock(&sb.l), 0);
+    }
+    EXPECT(pthread_spin_destroy(&sb.l), 0);
+}
+
 /* --- ERRORCHECK and RECURSIVE refuse ----------------------------------------------------- */
 
 static void checked(int type, const char *name)
@@ -261,8 +291,9 @@ int main(void)
         cond_timeout(h);
         stray(h);
     }
+    spinlock();
     checked(PTHREAD_MUTEX_ERRORCHECK, "errorcheck");
     checked(PTHREAD_MUTEX_RECURSIVE, "recursive");
-    return ptest_end("%d rounds of a NORMAL mutex unlocked by another thread, 3 ways of making it; "
-                     "ERRORCHECK and RECURSIVE refuse", ROUNDS);
+    return ptest_end("%d rounds of a NORMAL mutex unlocked by another thread, 3 ways of making it; a "
+                     "spinlock likewise; ERRORCHECK and RECURSIVE refuse", ROUNDS);
 }
