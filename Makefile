@@ -8,7 +8,8 @@
 #                hardware-transaction path: -DBATON_HTM=OFF)
 #
 # Other targets: build, install (PREFIX=/usr/local), test-fast (normal build
-# only), clean.
+# only), torture (baton torture for SECONDS seconds, default 60, every kind
+# under every fault: make torture SECONDS=1800), clean.
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -16,8 +17,9 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 BATON   := $(BUILD)/src/cli/baton
 BENCH_ARGS ?= --locks all --threads 1,2,8 --duration 0.5 --repeat 3 --json results/micro.json
+SECONDS ?= 60
 
-.PHONY: all build bench test test-fast test-tsan test-asan install clean deps deps-bench
+.PHONY: all build bench test test-fast test-tsan test-asan torture install clean deps deps-bench
 
 all: build
 
@@ -59,6 +61,9 @@ test-asan: deps build-asan/build.ninja
 	cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|example_critical_section|elide.*)$$'
 
 test: test-fast test-tsan test-asan
+
+torture: build
+	$(BATON) torture --seconds $(SECONDS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

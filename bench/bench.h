@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "peers/peers.h"
 
@@ -263,6 +264,13 @@ typedef struct bench_cfg {
 } bench_cfg_t;
 
 #define BENCH_HOGS_MAX 64
+
+/* Fork n hogs (at most BENCH_HOGS_MAX; a spin loop each, unpinned) into
+ * pids; returns how many run, or -1 (none left running) with errno set.
+ * A hog dies with the thread that forked it (PR_SET_PDEATHSIG); stop
+ * them by PID with bench_hogs_stop(). */
+int bench_hogs_start(int n, pid_t *pids);
+void bench_hogs_stop(const pid_t *pids, int n);
 
 /* Run one measurement of `wl` on the lock named `spec` in a child process. */
 void bench_run(const bench_workload_t *wl, const void *params, const char *spec,

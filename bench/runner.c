@@ -679,7 +679,7 @@ static _Noreturn void hog_main(pid_t parent)
         spin = spin + 1;
 }
 
-static void hogs_stop(const pid_t *pids, int n)
+void bench_hogs_stop(const pid_t *pids, int n)
 {
     for (int i = 0; i < n; i++) {
         kill(pids[i], SIGKILL);
@@ -688,9 +688,7 @@ static void hogs_stop(const pid_t *pids, int n)
     }
 }
 
-/* Fork n hogs (at most BENCH_HOGS_MAX) into pids; returns how many run,
- * or -1 (none left running) with errno set. */
-static int hogs_start(int n, pid_t *pids)
+int bench_hogs_start(int n, pid_t *pids)
 {
     const pid_t self = getpid();
     for (int i = 0; i < n; i++) {
@@ -699,7 +697,7 @@ static int hogs_start(int n, pid_t *pids)
             hog_main(self);
         if (pid < 0) {
             int e = errno;
-            hogs_stop(pids, i);
+            bench_hogs_stop(pids, i);
             errno = e;
             return -1;
         }
@@ -790,12 +788,12 @@ void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
     /* The hogs first: forked before the pipe, they hold none of its ends,
      * so a child that dies is seen at once. */
     pid_t hogs[BENCH_HOGS_MAX];
-    const int nhogs = hogs_start(cfg->hogs < BENCH_HOGS_MAX ? cfg->hogs : BENCH_HOGS_MAX, hogs);
+    const int nhogs = bench_hogs_start(cfg->hogs < BENCH_HOGS_MAX ? cfg->hogs : BENCH_HOGS_MAX, hogs);
     if (nhogs < 0) {
         out->status = BENCH_ERROR;
         snprintf(out->message, sizeof out->message, "fork (hog): %s", strerror(errno));
         return;
     }
     run_child(wl, params, spec, cfg, out);
-    hogs_stop(hogs, nhogs);
+    bench_hogs_stop(hogs, nhogs);
 }

@@ -1,5 +1,6 @@
 /* harness.c - the shared mutual-exclusion stress harness (see harness.h). */
 #include "harness.h"
+#include "guard.h"
 
 #include <baton/baton.h>
 
@@ -12,33 +13,17 @@
 #include <string.h>
 #include <time.h>
 
-/* What one lock protects.  `a` and `b` are atomics accessed one step at a
- * time with relaxed order, so that two threads inside at once tear the
- * invariant without the test itself having a data race.  `total` is a plain
- * variable, touched only for locks expected to be correct: under
- * ThreadSanitizer it checks that each lock orders its critical sections
- * (a missing acquire or release is reported as a race on it). */
-struct protected {
-    _Alignas(128) _Atomic int holders;
-    _Atomic long a;
-    _Atomic long b;
-    long total; /* one increment per critical section */
-    /* Per thread, the sequence number of its last operation that ran here:
-     * each thread's operations on one lock must run in its program order,
-     * detached ones included.  Relaxed atomics, for the broken-lock run. */
-    _Atomic uint64_t *last;
-};
-
+/* What each lock protects is a guard (bench/guard.h: the checks inside
+ * every critical section); both count into one tally. */
 struct shared {
     const harness_ops_t *ops;
     void *outer, *inner;
-    struct protected po, pi;
-    bool plain; /* update `total` (only for locks expected to be correct) */
+    guard_t po, pi;
+    guard_tally_t tally;
     _Atomic int stop;
-    _Atomic uint64_t overlaps, torn, bad_payload, bad_errors, busy, out_of_order;
+    _Atomic uint64_t bad_payload, bad_errors, busy;
     bool has_lock; /* the kind offers lock/trylock/unlock (else execute/delegate only) */
     bool has_read; /* rlock admits readers together: check they exclude writers */
-    _Atomic uint64_t reads, bad_reads;
 };
 
 struct worker {
@@ -51,7 +36,7 @@ struct worker {
 struct payload {
     uint64_t magic;
     uint64_t seq;   /* this thread's sequence number on this lock */
-    struct protected *p;
+    guard_t *p;
     struct shared *s;
     uint64_t check;
     int thread;
@@ -67,35 +52,10 @@ static uint32_t rnd(uint32_t *x)
     return *x;
 }
 
-/* The body of every critical section: `thread`'s operation number `seq`
- * on the lock protecting p. */
-static void critical(struct shared *s, struct protected *p, int thread, uint64_t seq)
-{
-    uint64_t last = atomic_load_explicit(&p->last[thread], memory_order_relaxed);
-    if (seq != last + 1)
-        atomic_fetch_add_explicit(&s->out_of_order, 1, memory_order_relaxed);
-    atomic_store_explicit(&p->last[thread], seq, memory_order_relaxed);
-    int h = atomic_fetch_add_explicit(&p->holders, 1, memory_order_relaxed);
-    if (h != 0)
-        atomic_fetch_add_explicit(&s->overlaps, 1, memory_order_relaxed);
-    long a = atomic_load_explicit(&p->a, memory_order_relaxed);
-    if (a != atomic_load_explicit(&p->b, memory_order_relaxed))
-        atomic_fetch_add_explicit(&s->torn, 1, memory_order_relaxed);
-    atomic_store_explicit(&p->a, a + 1, memory_order_relaxed);
-    /* Dawdle between the two halves of the update, so a second thread
-     * inside would see them torn. */
-    for (volatile int i = 0; i < 20; i++)
-        ;
-    atomic_store_explicit(&p->b, a + 1, memory_order_relaxed);
-    if (s->plain)
-        p->total++;
-    atomic_fetch_sub_explicit(&p->holders, 1, memory_order_relaxed);
-}
-
 static void cs_fn(void *ctx)
 {
     struct payload *pl = ctx;
-    critical(pl->s, pl->p, pl->thread, pl->seq);
+    guard_section(pl->p, pl->thread, pl->seq);
 }
 
 static void delegated_fn(void *args)
@@ -103,7 +63,7 @@ static void delegated_fn(void *args)
     struct payload *pl = args;
     if (pl->magic != MAGIC || pl->check != (pl->seq ^ MAGIC))
         atomic_fetch_add_explicit(&pl->s->bad_payload, 1, memory_order_relaxed);
-    critical(pl->s, pl->p, pl->thread, pl->seq);
+    guard_section(pl->p, pl->thread, pl->seq);
 }
 
 /* A nested operation for kinds without lock/unlock: execute on the outer
@@ -117,13 +77,13 @@ struct nested {
 static void inner_fn(void *ctx)
 {
     struct nested *n = ctx;
-    critical(n->s, &n->s->pi, n->thread, n->iseq);
+    guard_section(&n->s->pi, n->thread, n->iseq);
 }
 
 static void outer_fn(void *ctx)
 {
     struct nested *n = ctx;
-    critical(n->s, &n->s->po, n->thread, n->oseq);
+    guard_section(&n->s->po, n->thread, n->oseq);
     if (n->s->ops->execute(n->s->inner, inner_fn, n) != 0)
         atomic_fetch_add_explicit(&n->s->bad_errors, 1, memory_order_relaxed);
 }
@@ -136,7 +96,7 @@ static void expect_ok(struct shared *s, int rc)
 
 /* One operation on `lock`, protecting `p`, by one of five paths (kinds
  * without lock/unlock take execute or delegate). */
-static void one_op(struct shared *s, void *lock, struct protected *p, uint32_t r, int thread,
+static void one_op(struct shared *s, void *lock, guard_t *p, uint32_t r, int thread,
                    uint64_t seq)
 {
     const harness_ops_t *o = s->ops;
@@ -148,7 +108,7 @@ static void one_op(struct shared *s, void *lock, struct protected *p, uint32_t r
     case 0:
     case 1:
         expect_ok(s, o->lock(lock));
-        critical(s, p, thread, seq);
+        guard_section(p, thread, seq);
         expect_ok(s, o->unlock(lock));
         break;
     case 2: {
@@ -161,7 +121,7 @@ static void one_op(struct shared *s, void *lock, struct protected *p, uint32_t r
             atomic_fetch_add_explicit(&s->busy, 1, memory_order_relaxed);
             sched_yield();
         }
-        critical(s, p, thread, seq);
+        guard_section(p, thread, seq);
         expect_ok(s, o->unlock(lock));
         break;
     }
@@ -190,18 +150,10 @@ static void one_op(struct shared *s, void *lock, struct protected *p, uint32_t r
 
 /* A read: no writer may be inside, and the writers' two-step update must
  * never be seen half done. */
-static void one_read(struct shared *s, void *lock, struct protected *p)
+static void one_read(struct shared *s, void *lock, guard_t *p)
 {
     expect_ok(s, s->ops->rlock(lock));
-    for (int i = 0; i < 3; i++) {
-        if (atomic_load_explicit(&p->holders, memory_order_relaxed) != 0 ||
-            atomic_load_explicit(&p->a, memory_order_relaxed) !=
-                atomic_load_explicit(&p->b, memory_order_relaxed))
-            atomic_fetch_add_explicit(&s->bad_reads, 1, memory_order_relaxed);
-        for (volatile int k = 0; k < 10; k++)
-            ;
-    }
-    atomic_fetch_add_explicit(&s->reads, 1, memory_order_relaxed);
+    guard_read(p);
     expect_ok(s, s->ops->runlock(lock));
 }
 
@@ -227,9 +179,9 @@ static void *worker_main(void *arg)
             /* Nested: outer then inner (a global order, so no deadlock),
              * released outer-first or inner-first. */
             expect_ok(s, o->lock(s->outer));
-            critical(s, &s->po, w->index, oseq);
+            guard_section(&s->po, w->index, oseq);
             expect_ok(s, o->lock(s->inner));
-            critical(s, &s->pi, w->index, iseq);
+            guard_section(&s->pi, w->index, iseq);
             if ((r >> 12) & 1u) {
                 expect_ok(s, o->unlock(s->outer));
                 expect_ok(s, o->unlock(s->inner));
@@ -268,7 +220,6 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
         return ENOMEM;
     memset(s, 0, sizeof *s);
     s->ops = ops;
-    s->plain = expect_correct;
     s->outer = ops->create(spec);
     s->inner = ops->create(spec);
     if (!s->outer || !s->inner) {
@@ -278,9 +229,12 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
     }
     s->has_lock = ops->has_lock ? ops->has_lock(s->outer) : true;
     s->has_read = ops->has_read && ops->rlock && ops->has_read(s->outer);
-    s->po.last = calloc((size_t)threads, sizeof *s->po.last);
-    s->pi.last = calloc((size_t)threads, sizeof *s->pi.last);
     struct worker *w = calloc((size_t)threads, sizeof *w);
+    if (!w || guard_init(&s->po, threads, expect_correct, &s->tally) != 0 ||
+        guard_init(&s->pi, threads, expect_correct, &s->tally) != 0) {
+        fprintf(stderr, "harness: out of memory\n");
+        abort();
+    }
     double t0 = now_s();
     for (int i = 0; i < threads; i++) {
         w[i].s = s;
@@ -305,24 +259,21 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
      * not yet run (a server kind may hold some after their threads ended). */
     if (ops->destroy(s->outer) != 0 || ops->destroy(s->inner) != 0)
         out->bad_errors++;
-    long oa = atomic_load(&s->po.a), ob = atomic_load(&s->po.b);
-    long ia = atomic_load(&s->pi.a), ib = atomic_load(&s->pi.b);
-    if (oa != ob || ia != ib || (uint64_t)oa != outer_ops || (uint64_t)ia != inner_ops ||
-        (expect_correct && ((uint64_t)s->po.total != outer_ops || (uint64_t)s->pi.total != inner_ops)))
+    if (guard_sections(&s->po) != (int64_t)outer_ops || guard_sections(&s->pi) != (int64_t)inner_ops)
         out->count_mismatch = 1;
     for (int i = 0; i < threads; i++)
-        if (atomic_load(&s->po.last[i]) != w[i].outer_ops || atomic_load(&s->pi.last[i]) != w[i].inner_ops)
+        if (guard_last(&s->po, i) != w[i].outer_ops || guard_last(&s->pi, i) != w[i].inner_ops)
             out->count_mismatch = 1;
-    out->overlaps = s->overlaps;
-    out->torn = s->torn;
+    out->overlaps = atomic_load_explicit(&s->tally.overlaps, memory_order_relaxed); /* after the joins */
+    out->torn = atomic_load_explicit(&s->tally.torn, memory_order_relaxed); /* after the joins */
     out->bad_payload = s->bad_payload;
     out->bad_errors += s->bad_errors;
-    out->out_of_order = s->out_of_order;
-    out->bad_reads = s->bad_reads;
-    out->reads = s->reads;
+    out->out_of_order = atomic_load_explicit(&s->tally.out_of_order, memory_order_relaxed); /* after the joins */
+    out->bad_reads = atomic_load_explicit(&s->tally.bad_reads, memory_order_relaxed); /* after the joins */
+    out->reads = atomic_load_explicit(&s->tally.reads, memory_order_relaxed); /* after the joins */
     out->trylock_busy = s->busy;
-    free(s->po.last);
-    free(s->pi.last);
+    guard_fini(&s->po);
+    guard_fini(&s->pi);
     free(w);
     free(s);
     return 0;

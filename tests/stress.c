@@ -11,6 +11,7 @@
  * harness caught the broken lock); 1 otherwise.
  */
 #include "harness.h"
+#include "guard.h"
 
 #include <baton/baton.h>
 #include <baton/wait.h>
@@ -21,41 +22,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --- the broken lock: test, dawdle, then set (not atomic) ----------------- */
-
-struct broken {
-    _Atomic int word;
-};
+/* --- the broken lock (bench/guard.h): test, dawdle, then set (not atomic) -- */
 
 static void *broken_create(const char *spec)
 {
     (void)spec;
-    return calloc(1, sizeof(struct broken));
+    return calloc(1, sizeof(guard_broken_t));
 }
 static int broken_destroy(void *l) { free(l); return 0; }
-static int broken_lock(void *p)
-{
-    struct broken *l = p;
-    while (atomic_load_explicit(&l->word, memory_order_acquire))
-        ;
-    for (volatile int i = 0; i < 50; i++)
-        ; /* the window in which a second thread also sees it free */
-    atomic_store_explicit(&l->word, 1, memory_order_relaxed);
-    return 0;
-}
-static int broken_trylock(void *p)
-{
-    struct broken *l = p;
-    if (atomic_load_explicit(&l->word, memory_order_acquire))
-        return EBUSY;
-    atomic_store_explicit(&l->word, 1, memory_order_relaxed);
-    return 0;
-}
-static int broken_unlock(void *p)
-{
-    atomic_store_explicit(&((struct broken *)p)->word, 0, memory_order_release);
-    return 0;
-}
+static int broken_lock(void *l) { guard_broken_lock(l); return 0; }
+static int broken_trylock(void *l) { return guard_broken_trylock(l); }
+static int broken_unlock(void *l) { guard_broken_unlock(l); return 0; }
 
 static const harness_ops_t broken_ops = {
     .name = "broken",

@@ -93,9 +93,10 @@ int main(void)
     static char outbuf[4096]; /* stdout needs no memory later */
     setvbuf(stdout, outbuf, _IOLBF, sizeof outbuf);
     /* Every kind the registry lists that a lock can be made of, and the
-     * wrappers over two of them.  (Server kinds start a thread: before the
-     * limit, one of each is made and freed, so that the thread machinery
-     * has what it keeps.) */
+     * wrappers over two of them.  (Server kinds start a thread, and give
+     * each client thread a mailbox at its first lock: before the limit, one
+     * of each is made, locked and freed, so that the thread machinery has
+     * what it keeps.) */
     const baton_kind_info_t *k;
     size_t n = baton_kinds(&k);
     for (size_t i = 0; i < n; i++)
@@ -108,6 +109,8 @@ int main(void)
     for (int i = 0; i < nspecs; i++) {
         baton_lock_t *l = baton_lock_new(specs[i]);
         CHECK(l != NULL, "baton_lock_new(\"%s\") failed before the limit: %s", specs[i], baton_last_error());
+        if (l != NULL && (baton_lock_kind(l)->caps & BATON_CAP_LOCK))
+            CHECK(baton_lock(l) == 0 && baton_unlock(l) == 0, "a '%s' lock does not lock", specs[i]);
         if (l != NULL)
             baton_lock_free(l);
     }

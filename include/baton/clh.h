@@ -21,8 +21,8 @@ struct baton_qnode;
 
 typedef struct baton_clh {
     _Alignas(BATON_CACHELINE) _Atomic uint64_t tail; /* generation << 32 | node index */
-    _Atomic(struct baton_qnode *) holder;            /* holder's node (holder only) */
-    struct baton_qnode *pred;                        /* holder's predecessor node (holder only) */
+    _Atomic(struct baton_qnode *) holder;            /* holder's node (holder, or its releaser) */
+    struct baton_qnode *pred;                        /* holder's predecessor node (likewise) */
     baton_wait_t wait;
 } baton_clh_t;
 
@@ -30,7 +30,10 @@ BATON_API int baton_clh_init(baton_clh_t *l, const baton_wait_t *wait); /* wait 
 BATON_API int baton_clh_destroy(baton_clh_t *l);
 BATON_API void baton_clh_lock(baton_clh_t *l);
 BATON_API int baton_clh_trylock(baton_clh_t *l);
-BATON_API int baton_clh_unlock(baton_clh_t *l);
+BATON_API int baton_clh_unlock(baton_clh_t *l); /* EPERM unless the caller holds it */
+/* Unlock a held lock whatever thread calls (what a NORMAL pthread mutex
+ * allows); 0, and nothing done, on a free lock. */
+BATON_API int baton_clh_release(baton_clh_t *l);
 BATON_API int baton_clh_is_locked(baton_clh_t *l);
 
 #ifdef __cplusplus

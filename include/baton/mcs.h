@@ -22,7 +22,7 @@ struct baton_qnode;
 
 typedef struct baton_mcs {
     _Alignas(BATON_CACHELINE) _Atomic(struct baton_qnode *) tail;
-    _Atomic(struct baton_qnode *) holder; /* the holder's node; written only by the holder */
+    _Atomic(struct baton_qnode *) holder; /* the holder's node; written by the holder (or its releaser) */
     baton_wait_t wait;
 } baton_mcs_t;
 
@@ -30,7 +30,10 @@ BATON_API int baton_mcs_init(baton_mcs_t *l, const baton_wait_t *wait); /* wait 
 BATON_API int baton_mcs_destroy(baton_mcs_t *l);
 BATON_API void baton_mcs_lock(baton_mcs_t *l);
 BATON_API int baton_mcs_trylock(baton_mcs_t *l);
-BATON_API int baton_mcs_unlock(baton_mcs_t *l);
+BATON_API int baton_mcs_unlock(baton_mcs_t *l); /* EPERM unless the caller holds it */
+/* Unlock a held lock whatever thread calls (what a NORMAL pthread mutex
+ * allows); 0, and nothing done, on a free lock. */
+BATON_API int baton_mcs_release(baton_mcs_t *l);
 BATON_API int baton_mcs_is_locked(baton_mcs_t *l);
 
 #ifdef __cplusplus

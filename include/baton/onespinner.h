@@ -34,7 +34,10 @@ BATON_API int baton_onespinner_init(baton_onespinner_t *l, const baton_wait_t *w
 BATON_API int baton_onespinner_destroy(baton_onespinner_t *l);
 BATON_API void baton_onespinner_lock(baton_onespinner_t *l);
 BATON_API int baton_onespinner_trylock(baton_onespinner_t *l);
-BATON_API int baton_onespinner_unlock(baton_onespinner_t *l);
+BATON_API int baton_onespinner_unlock(baton_onespinner_t *l); /* EPERM unless the caller holds it */
+/* Unlock a held lock whatever thread calls (what a NORMAL pthread mutex
+ * allows); 0, and nothing done, on a free lock. */
+BATON_API int baton_onespinner_release(baton_onespinner_t *l);
 BATON_API int baton_onespinner_is_locked(baton_onespinner_t *l);
 
 #ifdef __cplusplus

@@ -105,13 +105,12 @@ static inline void baton_relay_lock(baton_relay_t *l)
     baton_relay_lock_slow(l, self);
 }
 
-static inline int baton_relay_unlock(baton_relay_t *l)
+/* Release the lock held by the thread whose token is `holder` (what the
+ * word holds), whatever thread calls: the owner's unlock, or a release for
+ * it (what a NORMAL pthread mutex allows).  The tenure bookkeeping goes on
+ * in the holder's name. */
+static inline int baton_relay_release_as(baton_relay_t *l, uintptr_t holder)
 {
-    uintptr_t self = baton_relay_self();
-    /* Relaxed: only the owner stores its own token; anyone else reads a
-     * value that is not theirs. */
-    if (BATON_UNLIKELY(baton_load(&l->word, memory_order_relaxed) != self))
-        return EPERM;
     /* Acquire pairs with the head's release store of `handoff`, so that the
      * hand-over path sees the head's node. */
     if (BATON_UNLIKELY(baton_load(&l->handoff, memory_order_acquire) != 0)) {
@@ -124,7 +123,7 @@ static inline int baton_relay_unlock(baton_relay_t *l)
     uint32_t c = baton_load(&l->count, memory_order_relaxed) + 1;
     baton_store(&l->count, c, memory_order_relaxed);
     if (BATON_UNLIKELY(c % BATON_RELAY_CHECK_EVERY == 0)) {
-        struct baton_qnode *h = baton_relay_tenure_over(l, self);
+        struct baton_qnode *h = baton_relay_tenure_over(l, holder);
         if (h) {
             baton_relay_hand_over(l, h);
             return 0;
@@ -133,6 +132,26 @@ static inline int baton_relay_unlock(baton_relay_t *l)
     /* Release pairs with the acquiring CAS of the next owner. */
     baton_store(&l->word, 0, memory_order_release);
     return 0;
+}
+
+static inline int baton_relay_unlock(baton_relay_t *l)
+{
+    uintptr_t self = baton_relay_self();
+    /* Relaxed: only the owner stores its own token; anyone else reads a
+     * value that is not theirs. */
+    if (BATON_UNLIKELY(baton_load(&l->word, memory_order_relaxed) != self))
+        return EPERM;
+    return baton_relay_release_as(l, self);
+}
+
+/* Unlock a held lock whatever thread calls; 0, and nothing done, on a free
+ * lock. */
+static inline int baton_relay_release(baton_relay_t *l)
+{
+    /* Relaxed: the caller knows the lock is held (it synchronised with the
+     * holder), which orders the holder's token before this load. */
+    uintptr_t holder = baton_load(&l->word, memory_order_relaxed);
+    return holder == 0 ? 0 : baton_relay_release_as(l, holder);
 }
 
 static inline int baton_relay_is_locked(baton_relay_t *l)

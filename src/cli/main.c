@@ -1,4 +1,4 @@
-/* main.c - the `baton` command: info, kinds, bench, run, profile, advise. */
+/* main.c - the `baton` command: info, kinds, bench, run, profile, advise, torture. */
 #include <baton/baton.h>
 #include <baton/wait.h>
 
@@ -21,6 +21,7 @@ int cmd_bench_apps(int argc, char **argv);      /* run.c */
 int cmd_run(int argc, char **argv);             /* run.c */
 int cmd_profile(int argc, char **argv);         /* profile.c */
 int cmd_advise(int argc, char **argv);          /* advise.c */
+int cmd_torture(int argc, char **argv);         /* torture.c */
 
 static void usage(FILE *f)
 {
@@ -43,6 +44,7 @@ static void usage(FILE *f)
             "  run                     run a program with baton locks in place of pthread's (LD_PRELOAD)\n"
             "  profile                 run a program and print the contention of each of its locks\n"
             "  advise                  time a program stock and under candidate lock kinds; recommend one\n"
+            "  torture                 torture every lock kind under faults (locktorture-style); check everything\n"
             "  version                 print the version\n"
             "\n"
             "'baton <command> --help' describes a command's options.\n");
@@ -111,6 +113,8 @@ int main(int argc, char **argv)
         return cmd_profile(argc - 1, argv + 1);
     if (!strcmp(cmd, "advise"))
         return cmd_advise(argc - 1, argv + 1);
+    if (!strcmp(cmd, "torture"))
+        return cmd_torture(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) {
         if (argc >= 3 && !strcmp(argv[2], "micro"))
             return cmd_bench_micro(argc - 2, argv + 2);

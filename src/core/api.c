@@ -157,6 +157,17 @@ static int checked_unlock(baton_lock_t *l)
     return l->head.unlock(l->head.state);
 }
 
+int baton_lock_release(baton_lock_t *l)
+{
+    if (l->head.lock == no_lock)
+        return not_offered(l, "release");
+    /* Relaxed: as in checked_unlock(); the caller synchronised with the
+     * holder. */
+    if (l->check)
+        atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+    return l->kind->release ? l->kind->release(l->head.state) : l->head.unlock(l->head.state);
+}
+
 /* --- the hot calls -------------------------------------------------------- *
  * baton/baton.h inlines them (GNU inline: the header's definitions are for
  * inlining only); these are the library's own definitions, for callers that

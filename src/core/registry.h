@@ -32,6 +32,11 @@ int baton_opts_inner(const baton_opts_t *o, char *buf, size_t size);
  * through the dynamic API in between.  Internal. */
 void *baton_lock_state(baton_lock_t *lock);
 const baton_kind_t *baton_lock_ops(const baton_lock_t *lock);
+/* Unlock a held lock whatever thread calls, as a NORMAL pthread mutex
+ * allows: the kind's release (its unlock where it has none), clearing the
+ * owner the API recorded (check=1).  0 and nothing done on a free lock.
+ * Internal: wrapper kinds release their inner lock with it. */
+int baton_lock_release(baton_lock_t *lock);
 /* Does the dynamic API check the lock's owner (check=1)?  Then a wrapper
  * must call it through the API rather than the kind's ops. */
 int baton_lock_checks(const baton_lock_t *lock);

@@ -96,6 +96,18 @@ static void thread_exit(void *arg)
         free_nodes = n;
     }
     if (ts->monitor) {
+        /* Move the generation on once more: a lock whose tail still names
+         * this record with the generation the thread last took it with may
+         * be held still (the thread exited holding it, for another thread
+         * to release), and the next thread to get the record must not take
+         * that tail entry for its own (onespinner.c).  Nobody waits for
+         * this generation to move: a thread leaves only after its lock
+         * calls returned.  Relaxed: the arena mutex publishes it with the
+         * record; the parked bit is the wait layer's and is kept. */
+        uint32_t st = atomic_load_explicit(&ts->monitor->state, memory_order_relaxed);
+        atomic_store_explicit(&ts->monitor->state,
+                              (st & BATON_MONITOR_GEN_FLAGS) | ((st + 1u) & BATON_MONITOR_GEN_MASK),
+                              memory_order_relaxed);
         ts->monitor->pool_next = free_monitors;
         free_monitors = ts->monitor;
         ts->monitor = NULL;

@@ -87,6 +87,25 @@ static inline void baton_qnode_put(baton_qnode_t *n)
     ts->pool = n;
 }
 
+/* The node a queue lock records for its holder (`holder`), if the calling
+ * thread holds the lock, else NULL.  Relaxed loads: only the holder
+ * stores its node there, and a node names the thread using it; another
+ * thread only compares the owner with its own token. */
+static inline baton_qnode_t *baton_qnode_mine(_Atomic(baton_qnode_t *) *holder)
+{
+    baton_qnode_t *n = atomic_load_explicit(holder, memory_order_relaxed);
+    return n != NULL && atomic_load_explicit(&n->owner, memory_order_relaxed) == baton_self_token() ? n : NULL;
+}
+
+/* The node a queue lock records for its holder, whatever thread holds it,
+ * for a release by another thread (NULL: not held).  Relaxed: that thread
+ * synchronised with the holder (kind.h's release), which orders the
+ * holder's store before this load. */
+static inline baton_qnode_t *baton_qnode_holder(_Atomic(baton_qnode_t *) *holder)
+{
+    return atomic_load_explicit(holder, memory_order_relaxed);
+}
+
 /* Wait until a successor that has swapped itself into a queue's tail links
  * itself behind n, and return it.  The window between the swap and the
  * link is two instructions unless the successor is preempted there, so
@@ -107,6 +126,12 @@ static inline baton_qnode_t *baton_qnode_wait_next(baton_qnode_t *n)
 
 /* The node with a given index (which must have been handed out). */
 baton_qnode_t *baton_qnode_at(uint32_t index);
+
+/* A monitor's state: a generation in the low 31 bits, the wait layer's
+ * parked bit above.  The generation moves when the thread takes a 1spinner
+ * lock, and once more when the thread exits. */
+#define BATON_MONITOR_GEN_MASK 0x7fffffffu
+#define BATON_MONITOR_GEN_FLAGS (~BATON_MONITOR_GEN_MASK)
 
 /* The calling thread's 1spinner monitor (state = generation). */
 static inline baton_qnode_t *baton_thread_monitor(void)

@@ -366,6 +366,8 @@ const baton_kind_t baton_kind_fc = {
     .size = sizeof(fc_lock_t), .align = _Alignof(fc_lock_t),
     .options = fc_options, .noptions = sizeof fc_options / sizeof fc_options[0],
     .init = fc_init, .destroy = fc_destroy, .lock = fc_lock, .trylock = fc_trylock,
-    .unlock = fc_unlock, .is_locked = fc_is_locked,
+    /* The unlock needs no owner (the combiner word), and leaves a free lock
+     * free. */
+    .unlock = fc_unlock, .release = fc_unlock, .is_locked = fc_is_locked,
     .execute = fc_execute, .delegate = fc_delegate, .stats = fc_stats, .footprint = fc_footprint,
 };

@@ -74,7 +74,7 @@ static void k_lock(void *s)
     qd_core_t *c = my_group(l, &g);
     baton_ttas_lock(&c->mutex);
     baton_clh_lock(&l->global);
-    l->held_group = g; /* written and read by the holder only */
+    l->held_group = g; /* written by the holder, read by it or its releaser */
 }
 
 static int k_trylock(void *s)
@@ -92,14 +92,26 @@ static int k_trylock(void *s)
     return 0;
 }
 
-static int k_unlock(void *s)
+/* The global lock by `release_global`, then the holder's group mutex. */
+static int unlock_by(hqd_lock_t *l, int (*release_global)(baton_clh_t *))
 {
-    hqd_lock_t *l = s;
     qd_core_t *c = &l->groups[l->held_group];
-    int rc = baton_clh_unlock(&l->global);
+    int rc = release_global(&l->global);
     if (rc != 0)
         return rc; /* not the holder: EPERM, nothing released */
     return baton_ttas_unlock(&c->mutex);
+}
+
+static int k_unlock(void *s) { return unlock_by(s, baton_clh_unlock); }
+
+/* Whatever thread calls (a NORMAL pthread mutex): the global lock's holder
+ * node names the hold, and held_group where it was taken; the caller
+ * synchronised with the holder, which orders both before these reads.
+ * Relaxed: no holder node means not held, and nothing is done. */
+static int k_release(void *s)
+{
+    hqd_lock_t *l = s;
+    return baton_load(&l->global.holder, memory_order_relaxed) == NULL ? 0 : unlock_by(l, baton_clh_release);
 }
 
 static int k_is_locked(void *s) { return baton_clh_is_locked(&((hqd_lock_t *)s)->global); }
@@ -205,6 +217,6 @@ const baton_kind_t baton_kind_hqd = {
     .size = sizeof(hqd_lock_t), .align = _Alignof(hqd_lock_t),
     .options = hqd_options, .noptions = sizeof hqd_options / sizeof hqd_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
     .execute = hqd_execute, .delegate = hqd_delegate, .stats = k_stats, .footprint = k_footprint,
 };

@@ -155,7 +155,8 @@ const baton_kind_t baton_kind_mrqd = {
     .size = sizeof(mrqd_lock_t), .align = _Alignof(mrqd_lock_t),
     .options = mrqd_options, .noptions = sizeof mrqd_options / sizeof mrqd_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    /* The unlock needs no owner (the mutex's), and leaves a free lock free. */
+    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
     .execute = mrqd_execute, .delegate = mrqd_delegate, .rlock = mrqd_rlock,
     .runlock = mrqd_runlock, .tryrlock = mrqd_tryrlock,
     .has_readers = k_has_readers, .stats = k_stats, .footprint = k_footprint,

@@ -429,6 +429,7 @@ const baton_kind_t baton_kind_qd = {
     .size = sizeof(qd_lock_t), .align = _Alignof(qd_lock_t),
     .options = qd_options, .noptions = sizeof qd_options / sizeof qd_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    /* The unlock needs no owner (the mutex's), and leaves a free lock free. */
+    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
     .execute = qd_execute, .delegate = qd_delegate, .stats = k_stats, .footprint = qd_core_footprint,
 };

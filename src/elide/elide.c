@@ -120,6 +120,12 @@ static inline int inner_unlock(elide_lock_t *l)
     return BATON_LIKELY(l->direct) ? l->ik->unlock(l->is) : baton_unlock(l->inner);
 }
 
+/* Whatever thread calls (see k_release()). */
+static inline int inner_release(elide_lock_t *l)
+{
+    return BATON_LIKELY(l->direct && l->ik->release) ? l->ik->release(l->is) : baton_lock_release(l->inner);
+}
+
 static inline int inner_trylock(elide_lock_t *l)
 {
     return BATON_LIKELY(l->direct) ? l->ik->trylock(l->is) : baton_trylock(l->inner);
@@ -409,23 +415,38 @@ static BATON_RTM_FN int k_trylock(void *s)
     return try_enter(l, 0, inner_trylock_owned);
 }
 
-static BATON_RTM_FN int k_unlock(void *s)
+/* A real hold's release, the inner lock's by `inner`. */
+static int release_held(elide_lock_t *l, int (*inner)(elide_lock_t *))
 {
-    elide_lock_t *l = s;
+    baton_store(&l->owner, (uintptr_t)0, memory_order_relaxed); /* see k_lock() */
+    int rc = inner(l);
+    wake_waiters(l);
+    return rc;
+}
+
+/* A writer's unlock: by the owner (EPERM for any other thread), or, for
+ * `any_thread`, whatever thread calls (a NORMAL pthread mutex): our own
+ * elided hold, or the real hold of whichever thread took the inner lock (a
+ * thread never leaves while it speculates: a transaction aborts at the
+ * first system call), which the inner kind's release ends. */
+static inline BATON_RTM_FN __attribute__((always_inline)) int unlock_as(elide_lock_t *l, bool any_thread)
+{
     if (baton_htm_mode() == BATON_HTM_NONE)
-        return inner_unlock(l);
+        return any_thread ? inner_release(l) : inner_unlock(l);
     if (nest.n > 0 && leave(l, 0))
         return 0;
     /* A real release (inside a transaction too, if the lock was held before
      * it began: then it is part of the transaction).  Relaxed: only the
-     * owner stores its token; others compare it with theirs. */
-    if (baton_load(&l->owner, memory_order_relaxed) != baton_self_token())
-        return baton_fail(EPERM, "elide: unlock of a lock the caller does not hold");
-    baton_store(&l->owner, (uintptr_t)0, memory_order_relaxed);
-    int rc = inner_unlock(l);
-    wake_waiters(l);
-    return rc;
+     * owner stores its token; others compare it with theirs, or, releasing
+     * for it, synchronised with it first (0: not held for real). */
+    uintptr_t owner = baton_load(&l->owner, memory_order_relaxed);
+    if (any_thread ? owner == 0 : owner != baton_self_token())
+        return any_thread ? 0 : baton_fail(EPERM, "elide: unlock of a lock the caller does not hold");
+    return release_held(l, any_thread ? inner_release : inner_unlock);
 }
+
+static BATON_RTM_FN int k_unlock(void *s) { return unlock_as(s, false); }
+static BATON_RTM_FN int k_release(void *s) { return unlock_as(s, true); }
 
 static BATON_RTM_FN void k_rlock(void *s)
 {
@@ -699,8 +720,8 @@ const baton_kind_t baton_kind_elide = {
     .size = sizeof(elide_lock_t), .align = _Alignof(elide_lock_t),
     .options = elide_options, .noptions = sizeof elide_options / sizeof elide_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked, .rlock = k_rlock, .runlock = k_runlock,
-    .tryrlock = k_tryrlock, .execute = k_execute, .delegate = k_delegate, .stats = k_stats,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .rlock = k_rlock,
+    .runlock = k_runlock, .tryrlock = k_tryrlock, .execute = k_execute, .delegate = k_delegate, .stats = k_stats,
     .wrapper = true,
     .footprint = k_footprint,
 };

@@ -109,12 +109,11 @@ int baton_clh_trylock(baton_clh_t *l)
     return 0;
 }
 
-int baton_clh_unlock(baton_clh_t *l)
+/* Release the hold of node n (the holder's, recorded at acquire), from
+ * whichever thread calls: the caller adopts the predecessor's node into its
+ * pool (baton_qnode_put() takes nodes from other threads). */
+static inline int release_node(baton_clh_t *l, baton_qnode_t *n)
 {
-    baton_qnode_t *n = baton_load(&l->holder, memory_order_relaxed);
-    if (BATON_UNLIKELY(n == NULL ||
-                       atomic_load_explicit(&n->owner, memory_order_relaxed) != baton_self_token()))
-        return EPERM;
     baton_qnode_t *pred = l->pred;
     baton_store(&l->holder, NULL, memory_order_relaxed);
     /* Adopt the predecessor's node: nobody references it any more (its
@@ -125,6 +124,18 @@ int baton_clh_unlock(baton_clh_t *l)
     return 0;
 }
 
+int baton_clh_unlock(baton_clh_t *l)
+{
+    baton_qnode_t *n = baton_qnode_mine(&l->holder);
+    return BATON_LIKELY(n != NULL) ? release_node(l, n) : EPERM;
+}
+
+int baton_clh_release(baton_clh_t *l)
+{
+    baton_qnode_t *n = baton_qnode_holder(&l->holder);
+    return n != NULL ? release_node(l, n) : 0;
+}
+
 /* --- registry entry ------------------------------------------------------- */
 #include "kind.h"
 
@@ -133,6 +144,7 @@ static int k_destroy(void *s) { return baton_clh_destroy(s); }
 static void k_lock(void *s) { baton_clh_lock(s); }
 static int k_trylock(void *s) { return baton_clh_trylock(s); }
 static int k_unlock(void *s) { return baton_clh_unlock(s); }
+static int k_release(void *s) { return baton_clh_release(s); }
 static int k_is_locked(void *s) { return baton_clh_is_locked(s); }
 /* The lock owns one queue node from the arena (the dummy init takes). */
 static size_t k_footprint(const baton_opts_t *o) { (void)o; return sizeof(baton_qnode_t); }
@@ -146,5 +158,5 @@ const baton_kind_t baton_kind_clh = {
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_clh_t), .align = _Alignof(baton_clh_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked, .footprint = k_footprint,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .footprint = k_footprint,
 };

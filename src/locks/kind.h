@@ -46,8 +46,12 @@ typedef struct baton_kind {
     int (*unlock)(void *state);  /* 0 or EPERM */
     /* Unlock a held lock whatever thread calls (what a NORMAL pthread
      * mutex allows: a thread may unlock a mutex another locked); a no-op
-     * returning 0 on a free lock.  NULL: the kind's unlock needs its
-     * owner, and a foreign unlock gets EPERM. */
+     * returning 0 on a free lock.  The caller must have synchronised with
+     * the holder (a join, a lock of its own): that orders whatever the
+     * holder recorded (its queue node, its token) before the release reads
+     * it.  Every kind with lock/unlock has one (the unlock itself where it
+     * needs no owner and leaves a free lock free).  NULL: the kind's
+     * unlock needs its owner, and a foreign unlock gets EPERM. */
     int (*release)(void *state);
     int (*is_locked)(void *state);
 

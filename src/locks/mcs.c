@@ -83,12 +83,11 @@ __attribute__((noinline, cold)) static void hand_over(baton_mcs_t *l, baton_qnod
     baton_wait_store(&l->wait, &next->state, MCS_GRANTED);
 }
 
-int baton_mcs_unlock(baton_mcs_t *l)
+/* Release the hold of node n (the holder's, recorded at acquire), from
+ * whichever thread calls: n goes to the caller's pool, which adopts nodes
+ * from other threads (baton_qnode_put()). */
+static inline int release_node(baton_mcs_t *l, baton_qnode_t *n)
 {
-    baton_qnode_t *n = baton_load(&l->holder, memory_order_relaxed);
-    if (BATON_UNLIKELY(n == NULL ||
-                       atomic_load_explicit(&n->owner, memory_order_relaxed) != baton_self_token()))
-        return EPERM;
     baton_store(&l->holder, NULL, memory_order_relaxed);
     baton_qnode_t *expected = n;
     /* No successor linked and none swapped in: release by clearing the tail
@@ -101,6 +100,18 @@ int baton_mcs_unlock(baton_mcs_t *l)
     return 0;
 }
 
+int baton_mcs_unlock(baton_mcs_t *l)
+{
+    baton_qnode_t *n = baton_qnode_mine(&l->holder);
+    return BATON_LIKELY(n != NULL) ? release_node(l, n) : EPERM;
+}
+
+int baton_mcs_release(baton_mcs_t *l)
+{
+    baton_qnode_t *n = baton_qnode_holder(&l->holder);
+    return n != NULL ? release_node(l, n) : 0;
+}
+
 /* --- registry entry ------------------------------------------------------- */
 #include "kind.h"
 
@@ -109,6 +120,7 @@ static int k_destroy(void *s) { return baton_mcs_destroy(s); }
 static void k_lock(void *s) { baton_mcs_lock(s); }
 static int k_trylock(void *s) { return baton_mcs_trylock(s); }
 static int k_unlock(void *s) { return baton_mcs_unlock(s); }
+static int k_release(void *s) { return baton_mcs_release(s); }
 static int k_is_locked(void *s) { return baton_mcs_is_locked(s); }
 
 const baton_kind_t baton_kind_mcs = {
@@ -120,5 +132,5 @@ const baton_kind_t baton_kind_mcs = {
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_mcs_t), .align = _Alignof(baton_mcs_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
 };

@@ -23,7 +23,7 @@
 
 #include <errno.h>
 
-#define GEN_MASK 0x7fffffffu
+#define GEN_MASK BATON_MONITOR_GEN_MASK
 
 static inline uint64_t pack(uint32_t id, uint32_t gen)
 {
@@ -80,9 +80,13 @@ void baton_onespinner_lock(baton_onespinner_t *l)
      * but acquire is needed to read the predecessor's record safely. */
     uint64_t prevt = baton_xchg(&l->tail, pack(id, gen), memory_order_acq_rel);
     uint32_t prev = (uint32_t)prevt;
-    if (prev != 0 && prev != id) {
+    uint32_t prev_gen = (uint32_t)(prevt >> 32);
+    /* Our own last acquisition (the paper's prev = id) only if our monitor
+     * moved once since: a record that comes from a thread that exited
+     * holding the lock has moved twice (thread.c), and its tail entry is
+     * another thread's hold, released by whoever releases it. */
+    if (prev != 0 && (prev != id || ((prev_gen + 1u) & GEN_MASK) != gen)) {
         baton_qnode_t *pm = baton_qnode_at(prev - 1u);
-        uint32_t prev_gen = (uint32_t)(prevt >> 32);
         /* Wait until the predecessor holds the lock (its generation moves).
          * Acquire pairs with the release in take(). */
         uint32_t g = baton_load(&pm->state, memory_order_acquire) & GEN_MASK;
@@ -132,6 +136,17 @@ int baton_onespinner_unlock(baton_onespinner_t *l)
     return 0;
 }
 
+int baton_onespinner_release(baton_onespinner_t *l)
+{
+    /* The holder is whoever head names: the release is the holder's own
+     * store, and any thread can make it.  Relaxed: the caller knows the
+     * lock is held (it synchronised with the holder); 0: not held. */
+    if ((baton_load(&l->head, memory_order_relaxed) & ~BATON_WAIT_PARKED) == 0)
+        return 0;
+    baton_wait_store(&l->wait, &l->head, 0u); /* as in the unlock */
+    return 0;
+}
+
 /* --- registry entry ------------------------------------------------------- */
 #include "kind.h"
 
@@ -140,6 +155,7 @@ static int k_destroy(void *s) { return baton_onespinner_destroy(s); }
 static void k_lock(void *s) { baton_onespinner_lock(s); }
 static int k_trylock(void *s) { return baton_onespinner_trylock(s); }
 static int k_unlock(void *s) { return baton_onespinner_unlock(s); }
+static int k_release(void *s) { return baton_onespinner_release(s); }
 static int k_is_locked(void *s) { return baton_onespinner_is_locked(s); }
 
 const baton_kind_t baton_kind_onespinner = {
@@ -151,5 +167,5 @@ const baton_kind_t baton_kind_onespinner = {
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_onespinner_t), .align = _Alignof(baton_onespinner_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
 };

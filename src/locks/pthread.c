@@ -51,6 +51,10 @@ static int k_destroy(void *s)
 
 static void k_lock(void *s) { (void)pthread_mutex_lock(&((pthread_state_t *)s)->m); }
 static int k_unlock(void *s) { return pthread_mutex_unlock(&((pthread_state_t *)s)->m); }
+/* A NORMAL mutex's unlock needs no owner (check=1: ERRORCHECK refuses with
+ * EPERM); a free one is left alone: glibc's unlock would wrap its user
+ * count, and its destroy would then answer EBUSY for good. */
+static int k_release(void *s) { return k_is_locked(s) ? k_unlock(s) : 0; }
 
 const baton_kind_t baton_kind_pthread = {
     .name = "pthread",
@@ -61,5 +65,5 @@ const baton_kind_t baton_kind_pthread = {
     .default_wait = BATON_NO_WAIT,
     .size = sizeof(pthread_state_t), .align = _Alignof(pthread_state_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
 };

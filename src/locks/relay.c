@@ -314,6 +314,7 @@ static int k_destroy(void *s) { return baton_relay_destroy(s); }
 static void k_lock(void *s) { baton_relay_lock(s); }
 static int k_trylock(void *s) { return baton_relay_trylock(s); }
 static int k_unlock(void *s) { return baton_relay_unlock(s); }
+static int k_release(void *s) { return baton_relay_release(s); }
 static int k_is_locked(void *s) { return baton_relay_is_locked(s); }
 
 const baton_kind_t baton_kind_relay = {
@@ -326,5 +327,5 @@ const baton_kind_t baton_kind_relay = {
     .size = sizeof(baton_relay_t), .align = _Alignof(baton_relay_t),
     .options = relay_options, .noptions = sizeof relay_options / sizeof relay_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
 };

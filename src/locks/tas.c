@@ -71,5 +71,6 @@ const baton_kind_t baton_kind_tas = {
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_tas_t), .align = _Alignof(baton_tas_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    /* The unlock needs no owner, and leaves a free lock free. */
+    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
 };

@@ -47,6 +47,11 @@ static void k_lock(void *s) { baton_ticket_lock(s); }
 static int k_trylock(void *s) { return baton_ticket_trylock(s); }
 static int k_unlock(void *s) { return baton_ticket_unlock(s); }
 static int k_is_locked(void *s) { return baton_ticket_is_locked(s); }
+/* The unlock needs no owner, but on a free lock it would serve a ticket
+ * nobody drew, and the next one drawn would wait for a wrap of the counter:
+ * leave a free lock alone (glibc's unlock of a free NORMAL mutex returns 0
+ * and the mutex works on). */
+static int k_release(void *s) { return baton_ticket_is_locked(s) ? baton_ticket_unlock(s) : 0; }
 
 const baton_kind_t baton_kind_ticket = {
     .name = "ticket",
@@ -57,5 +62,5 @@ const baton_kind_t baton_kind_ticket = {
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_ticket_t), .align = _Alignof(baton_ticket_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
 };

@@ -68,5 +68,6 @@ const baton_kind_t baton_kind_ttas = {
     .default_wait = BATON_WAIT_BACKOFF,
     .size = sizeof(baton_ttas_t), .align = _Alignof(baton_ttas_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked,
+    /* The unlock needs no owner, and leaves a free lock free. */
+    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
 };

@@ -73,9 +73,11 @@ static bool park_by_default(const char *spec, char *out, size_t size)
     return n > 0 && (size_t)n < size;
 }
 
-/* An elide(<kind>) spec made fit for rwlocks, into out: elide(rw(<kind>))
- * with elide's options, or the spec itself when <kind> is a readers-writer
- * kind already.  false: not an elide spec, or it does not fit. */
+/* An elide(<kind>) spec made fit for rwlocks, into out: elide(rw(<kind>),
+ * prefer_readers) with elide's options (reader-preferring, as glibc's
+ * default rwlock; elide's rwlocks cannot follow each rwlock's attribute,
+ * rwlock.c), or the spec itself when <kind> is a readers-writer kind
+ * already (its own policy).  false: not an elide spec, or it does not fit. */
 static bool elide_for_rwlock(const char *spec, char *out, size_t size)
 {
     const baton_kind_t *k, *ik;
@@ -87,7 +89,7 @@ static bool elide_for_rwlock(const char *spec, char *out, size_t size)
         return false;
     const char *rest = o.inner + o.inner_len + 1; /* elide's own options */
     int n = (ik->caps & BATON_CAP_RW) ? snprintf(out, size, "elide(%s)%s", inner, rest)
-                                       : snprintf(out, size, "elide(rw(%s))%s", inner, rest);
+                                       : snprintf(out, size, "elide(rw(%s),prefer_readers)%s", inner, rest);
     return n > 0 && (size_t)n < size;
 }
 

@@ -27,7 +27,7 @@
 #define PL_DEFAULT_OMP "default"
 
 pl_class_t pl_mutex_class = {.what = "mutex", .env = "BATON_LOCK"};
-pl_class_t pl_rwlock_class = {.what = "rwlock", .env = "BATON_RWLOCK"};
+pl_class_t pl_rwlock_class = {.what = "rwlock", .env = "BATON_RWLOCK", .opts_for = pl_rwlock_opts};
 pl_class_t pl_spin_class = {.what = "spinlock", .env = "BATON_SPIN"};
 pl_class_t pl_omp_class = {.what = "omp", .env = "BATON_OMP_LOCK"};
 /* Configured by barrier.c (its slot size) on first use. */
@@ -196,7 +196,8 @@ void *pl_state_new(pl_class_t *c, const void *owner, uint32_t *handle, int *err)
     if (h == 0)
         return NULL;
     void *s = pl_state_lookup(c, h, owner);
-    int rc = c->kind->init(s, &c->opts);
+    baton_opts_t buf;
+    int rc = c->kind->init(s, c->opts_for ? c->opts_for(c, owner, &buf) : &c->opts);
     if (rc != 0) {
         pl_slot_free(c, h);
         *err = rc;

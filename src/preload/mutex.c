@@ -60,10 +60,12 @@
  * timedlock EINVAL for a bad tv_nsec only when it would block, destroy of a
  * locked mutex EBUSY.  A NORMAL mutex is not checked (glibc does not
  * either): any thread may unlock it, as a program may hand a locked mutex
- * to another thread, through the kind's release op (kinds without one,
- * whose unlock needs the owner's queue node, refuse a foreign unlock with
- * EPERM), except in a debug build (BATON_DEBUG), where every mutex is
- * checked like an ERRORCHECK one.
+ * to another thread (tests/preload/handoff.c), through the kind's release
+ * op, which every kind with lock/unlock has (a queue kind releases with
+ * the holder's node and adopts it; a server kind posts the release from
+ * the calling thread); an unlock of a free NORMAL mutex returns 0 and
+ * changes nothing, as under glibc.  Except in a debug build (BATON_DEBUG),
+ * where every mutex is checked like an ERRORCHECK one.
  */
 #include "preload.h"
 #include "../core/thread.h"

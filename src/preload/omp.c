@@ -54,9 +54,7 @@
  *   - unset of a lock that is not locked (or never was): ignored, as libgomp
  *     ignores it.  Simple locks cannot tell who holds them (4 bytes leave no
  *     room for an owner): a thread that unsets a lock another thread holds
- *     releases it under kinds that do not track owners (tas, ttas, ticket,
- *     qd), as libgomp does; kinds that track owners (mcs, clh, relay,
- *     onespinner) refuse and the lock stays held.
+ *     releases it, as libgomp does (the kind's release op).
  *   - unset of a nest lock by a thread that does not own it: ignored.
  *   - destroy of a held lock: ignored (the lock stays usable and its slot is
  *     not recycled), with a message under BATON_VERBOSE=1; libgomp's destroy
@@ -354,9 +352,9 @@ static inline void release(void *s, _Atomic uint32_t *w, const void *addr, pl_pr
     if (s == NULL)
         pl_inplace_unlock(w);
     else
-        /* EPERM (an owner-tracking kind refusing a non-owner) is misuse,
-         * ignored: see the top of this file. */
-        (void)pl_omp_class.kind->unlock(s);
+        /* Whatever thread calls (see the top of this file): the kind's
+         * release, a no-op on a free lock. */
+        (void)pl_omp_class.release(s);
 }
 
 /* A critical section's slot: acquire and release whatever it holds. */
@@ -412,14 +410,12 @@ static void unset_by_handle(_Atomic uint32_t *hw, const void *addr)
             (void)baton_cas(hw, &h, 0u, memory_order_relaxed, memory_order_relaxed);
         return; /* 0: never locked (misuse, ignored) */
     }
-    /* Unlocking a free lock would corrupt counting kinds (ticket): ignore
-     * it, as libgomp does.  Kinds that track their owner refuse it by
-     * themselves (EPERM), so only the others pay for the check, and the
-     * profiler, which must not count a release that does not happen.  The
-     * caller holds the lock in every correct program, so the check cannot
-     * race with a legitimate release. */
-    const baton_kind_t *k = pl_omp_class.kind;
-    if (BATON_UNLIKELY((!(k->caps & BATON_CAP_OWNER) || pl_profiling) && !k->is_locked(s)))
+    /* Unlocking a free lock is ignored, as libgomp does: the kind's release
+     * leaves a free lock alone by itself; only the profiler, which must not
+     * count a release that does not happen, looks first.  The caller holds
+     * the lock in every correct program, so the look cannot race with a
+     * legitimate release. */
+    if (BATON_UNLIKELY(pl_profiling) && !pl_omp_class.kind->is_locked(s))
         return;
     release(s, NULL, addr, PL_PROF_OMP, NULL);
 }

@@ -89,6 +89,11 @@ typedef struct pl_class {
      * which any thread may call, where it has one, else its unlock. */
     int (*release)(void *state);
     baton_opts_t opts;
+    /* The options a new lock state serving `owner` is made with: NULL, the
+     * class's `opts` for every object; else the class's options with what
+     * the object asks for (an rwlock's preference, rwlock.c), in *buf or
+     * `opts` itself. */
+    const baton_opts_t *(*opts_for)(const struct pl_class *c, const void *owner, baton_opts_t *buf);
     char spec[160];              /* canonical spec */
     size_t slot;                 /* bytes per slot */
     size_t extra;                /* bytes each lock allocates beyond its slot (the kind's footprint) */
@@ -104,6 +109,10 @@ typedef struct pl_class {
 } pl_class_t;
 
 extern pl_class_t pl_mutex_class, pl_rwlock_class, pl_spin_class, pl_omp_class, pl_barrier_class;
+
+/* pl_rwlock_class's opts_for (rwlock.c): the preference of the rwlock's
+ * attribute, where the kind has a prefer_readers option. */
+const baton_opts_t *pl_rwlock_opts(const pl_class_t *c, const void *owner, baton_opts_t *buf);
 
 /* Configure every class from the environment, once; safe to call from any
  * entry point, before or during constructors.  Fast when done. */
@@ -226,7 +235,7 @@ bool pl_config_flag(const char *value);
  * 0, or -1 with the message in err. */
 int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err, size_t errlen);
 /* BATON_RWLOCK's default, given BATON_LOCK's value: `deflt`, or, when
- * BATON_LOCK elides, elide(rw(<inner>)) (elide(<inner>) when the inner kind
+ * BATON_LOCK elides, elide(rw(<inner>),prefer_readers) (elide(<inner>) when the inner kind
  * is a readers-writer kind already), written into buf. */
 const char *pl_config_rwlock_default(const char *lock_value, const char *deflt, char *buf, size_t size);
 /* BATON_BARRIER: *stock for "pthread", else the spec (checked by making a

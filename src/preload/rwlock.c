@@ -4,6 +4,15 @@
  * rw(default),prefer_readers; any kind with BATON_CAP_RW, e.g. rw(mcs)): readers share the
  * kind's rlock/tryrlock/runlock, writers its lock/trylock/unlock.
  *
+ * Preference follows the rwlock's attribute, as under glibc: a rwlock
+ * made with PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP (or its static
+ * initializer) prefers writers, every other one readers (a reader is
+ * admitted while the lock is read-held, even when a writer waits; so a
+ * reader of higher priority than a blocked writer gets in, as POSIX asks
+ * under SCHED_FIFO).  Each state is made with the class's options and the
+ * rwlock's preference, for kinds that have a prefer_readers option (rw);
+ * the others keep their own policy (pl_rwlock_opts()).
+ *
  * Layout inside the 56 bytes of pthread_rwlock_t (glibc's fields in
  * brackets, x86_64):
  *
@@ -13,7 +22,8 @@
  *                rwlock, made by glibc's own pthread_rwlock_init
  *   40  handle   the slab handle of the kind's lock state         [__pad2]
  *                (preload.h), created on first use
- *   48  (glibc's __flags: left as the initializer wrote it)
+ *   48  (glibc's __flags: the kind, PTHREAD_RWLOCK_PREFER_*, as the
+ *       initializer or init wrote it; read when the state is made)
  *   (every other byte 0, as glibc's initial values)
  *
  * Why these positions.  PTHREAD_RWLOCK_INITIALIZER and
@@ -45,10 +55,15 @@
  * allows EBUSY) and changes nothing.
  *
  * Recursive read locks.  POSIX lets a thread take a read lock it already
- * holds.  The baton kinds prefer writers: a reader waits while a writer
- * waits for readers to leave, so a thread that holds a read lock and asks
- * for another while a writer waits would wait for a writer that waits for
- * it.  So each thread keeps the read locks it holds, with a count each (a
+ * holds.  Under writer preference (a PREFER_WRITER_NONRECURSIVE_NP rwlock,
+ * or a kind without a preference such as mrqd) a reader waits while a
+ * writer waits for readers to leave, so a thread that holds a read lock
+ * and asks for another while a writer waits would wait for a writer that
+ * waits for it (glibc's NONRECURSIVE rwlocks do hang there; baton's do not:
+ * a deliberate difference, POSIX allows the recursion).  Under reader
+ * preference the kind would admit the second read lock anyway, but taking
+ * the table's path costs less than the kind's and keeps one way for both.
+ * So each thread keeps the read locks it holds, with a count each (a
  * small thread-local array, grown into mmap()ed memory when a thread holds
  * more than RD_INLINE at once, so that no overflow ever has to be guessed
  * at), and a repeated read lock only counts: the kind is entered once per
@@ -184,6 +199,37 @@ static inline void rd_add(const pl_rwlock_t *r)
 static inline void rd_remove(rd_entry_t *e)
 {
     *e = *rd_at(--rd.n);
+}
+
+/* --- preference ------------------------------------------------------------------- */
+
+/* glibc keeps an rwlock's kind (pthread_rwlockattr_setkind_np) in __flags,
+ * where pthread_rwlock_init and PTHREAD_RWLOCK_WRITER_NONRECURSIVE_
+ * INITIALIZER_NP put it and baton leaves it.  Only PTHREAD_RWLOCK_PREFER_
+ * WRITER_NONRECURSIVE_NP makes glibc's readers wait for a waiting writer:
+ * PREFER_WRITER_NP, which names writer preference too, glibc treats as
+ * reader-preferring, as the default (PREFER_READER_NP); so does baton. */
+static bool prefers_writers(const pthread_rwlock_t *prw)
+{
+    /* Written by init or an initializer, which the program orders before
+     * the use that makes a state. */
+    return prw->__data.__flags == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
+}
+
+const baton_opts_t *pl_rwlock_opts(const pl_class_t *c, const void *owner, baton_opts_t *buf)
+{
+    const baton_kind_t *k = c->kind;
+    for (size_t i = 0; i < k->noptions; i++)
+        if (strcmp(k->options[i].name, "prefer_readers") == 0) {
+            *buf = c->opts;
+            buf->value[i] = prefers_writers(owner) ? 0 : 1;
+            return buf;
+        }
+    /* A kind without the option keeps its own policy for every rwlock:
+     * mrqd prefers writers; elide(<kind>) has whatever its inner
+     * readers-writer kind was configured with (the class's spec; over a
+     * mutex kind, rw(<kind>),prefer_readers: config.c). */
+    return &c->opts;
 }
 
 /* --- state --------------------------------------------------------------------- */
@@ -344,18 +390,22 @@ PRELOAD_API int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlocka
     pl_init();
     if (pl_rwlock_class.stock)
         return pl_real()->rwlock_init(prw, attr);
+    int kind = PTHREAD_RWLOCK_DEFAULT_NP;
     if (attr != NULL) {
         int pshared = PTHREAD_PROCESS_PRIVATE;
-        if (pthread_rwlockattr_getpshared(attr, &pshared) != 0)
+        if (pthread_rwlockattr_getpshared(attr, &pshared) != 0 || pthread_rwlockattr_getkind_np(attr, &kind) != 0)
             return EINVAL;
         if (pshared != PTHREAD_PROCESS_PRIVATE) {
             pl_log("rwlock %p: process-shared: glibc's own implementation", (void *)prw);
             return pl_real()->rwlock_init(prw, attr);
         }
     }
-    /* All zeros: no state, no owner, `shared` 0 (baton's).  Initialisation
+    /* All zeros: no state, no owner, `shared` 0 (baton's); and the
+     * attribute's kind in __flags, as glibc's init leaves it (the state,
+     * made at first use, prefers writers or readers by it).  Initialisation
      * precedes any use, which the program orders. */
     memset(prw, 0, sizeof *prw);
+    prw->__data.__flags = (unsigned)kind;
     return 0;
 }
 

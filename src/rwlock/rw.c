@@ -80,6 +80,16 @@ static int k_trylock(void *s)
     return 0;
 }
 
+/* The writer's release, then the inner lock's by `inner_unlock`. */
+static int release_writer(rw_lock_t *l, int (*inner_unlock)(baton_lock_t *))
+{
+    baton_store(&l->owner, (uintptr_t)0, memory_order_relaxed);
+    /* Release: the writer's critical section happens before readers that
+     * see 0 (their seq_cst load is an acquire). */
+    baton_store(&l->writer, 0u, memory_order_release);
+    return inner_unlock(l->inner);
+}
+
 static int k_unlock(void *s)
 {
     rw_lock_t *l = s;
@@ -87,11 +97,17 @@ static int k_unlock(void *s)
      * stores its own token; others compare against theirs. */
     if (baton_load(&l->owner, memory_order_relaxed) != baton_self_token())
         return EPERM;
-    baton_store(&l->owner, (uintptr_t)0, memory_order_relaxed);
-    /* Release: the writer's critical section happens before readers that
-     * see 0 (their seq_cst load is an acquire). */
-    baton_store(&l->writer, 0u, memory_order_release);
-    return baton_unlock(l->inner);
+    return release_writer(l, baton_unlock);
+}
+
+/* A writer's hold released by whatever thread calls (a NORMAL pthread
+ * mutex over rw(<kind>)); readers are not touched.  Relaxed: the caller
+ * synchronised with the writer, which orders its token before this load;
+ * 0: no writer holds the lock, and nothing is done. */
+static int k_release(void *s)
+{
+    rw_lock_t *l = s;
+    return baton_load(&l->owner, memory_order_relaxed) == 0 ? 0 : release_writer(l, baton_lock_release);
 }
 
 static int k_is_locked(void *s) { return baton_is_locked(((rw_lock_t *)s)->inner); }
@@ -191,8 +207,8 @@ const baton_kind_t baton_kind_rw = {
     .size = sizeof(rw_lock_t), .align = _Alignof(rw_lock_t),
     .options = rw_options, .noptions = sizeof rw_options / sizeof rw_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked, .rlock = k_rlock, .runlock = k_runlock,
-    .tryrlock = k_tryrlock, .has_readers = k_has_readers,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .rlock = k_rlock,
+    .runlock = k_runlock, .tryrlock = k_tryrlock, .has_readers = k_has_readers,
     .wrapper = true,
     .footprint = k_footprint,
 };

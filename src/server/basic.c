@@ -527,8 +527,3 @@ void lk_held_forget_oldest(void)
             return;
         }
 }
-
-bool lk_held_find(const srv_lock_t *k)
-{
-    return held_index(held_tls, k, false) >= 0;
-}

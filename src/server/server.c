@@ -22,7 +22,8 @@
  * shipping the operation to the server is rcl's job, on the same thread
  * if asked (server=K); a lock server is for code that keeps its critical
  * sections in the client.  Owners are tracked (a thread-local set of held
- * locks): unlock by a thread that does not hold the lock gives EPERM.
+ * locks): unlock by a thread that does not hold the lock gives EPERM; the
+ * release op (a NORMAL pthread mutex's unlock) releases it for the holder.
  *
  * Freeing: the lock's server(s) confirm by message that the lock is not
  * granted and nobody waits (EBUSY otherwise, nothing freed); a server
@@ -56,6 +57,65 @@ static void ready_or_die(srt_server_t *s)
     }
 }
 
+/* --- holds, and releases by threads that do not hold the lock -------------
+ *
+ * A NORMAL pthread mutex may be unlocked by a thread that did not lock it
+ * (the interposer's release op).  The holder's thread-local entry (where
+ * to release, the rest of a chain, its lease) is out of that thread's
+ * reach, so each hold also leaves in the lock what a release needs, and a
+ * number (srv_lock_t.hold): the entry of a hold that another thread
+ * released no longer matches it, and is dropped where it is found. */
+
+/* A new hold of k, described by e (not cached): number it and record it.
+ * Any entry of k the thread has left is of a hold another thread released
+ * (the lock is not recursive: we could not have got it otherwise). */
+static void begin_hold(srv_lock_t *k, lk_held_t *e)
+{
+    lk_held_t stale;
+    while (lk_held_take(k, false, &stale)) {
+    }
+    /* Relaxed: only the holder writes these (or a thread releasing for it,
+     * which synchronised with it first); the grant we acquired orders them
+     * after the previous hold's; others only compare `hold` with the
+     * number their own entry recorded. */
+    const uint64_t h = baton_load(&k->hold, memory_order_relaxed) + 1u; /* odd: held */
+    baton_store(&k->hold_inst, e->inst, memory_order_relaxed);
+    baton_store(&k->hold_rest, e->rest, memory_order_relaxed);
+    baton_store(&k->hold, h, memory_order_relaxed);
+    e->hold = h;
+}
+
+/* The calling thread's entry of the hold k is in, taken out of its set;
+ * entries of holds that another thread released are dropped.  Relaxed:
+ * our own store of `hold` is the one we compare with, unless another
+ * thread's release (or a later hold) replaced it. */
+static bool take_mine(srv_lock_t *k, lk_held_t *e)
+{
+    while (lk_held_take(k, false, e))
+        if (e->hold == baton_load(&k->hold, memory_order_relaxed))
+            return true;
+    return false;
+}
+
+/* Does the calling thread hold k? */
+static bool held_by_me(srv_lock_t *k)
+{
+    lk_held_t e;
+    if (!take_mine(k, &e))
+        return false;
+    (void)lk_held_push(&e); /* cannot fail: the place it had */
+    return true;
+}
+
+/* Hand the lock on from a hold that ended: to the next waiter of a chain,
+ * else back to its home. */
+static void release_to(srv_lock_t *k, lk_inst_t *in, srt_waiter_t *rest)
+{
+    if (rest && chain_pass(rest, &k->wait))
+        return;
+    lk_release_home(in);
+}
+
 /* Ask for the lock; returns the answer. */
 static uint32_t acquire(srv_lock_t *k, uint32_t op)
 {
@@ -65,6 +125,7 @@ static uint32_t acquire(srv_lock_t *k, uint32_t op)
      * back cannot fail: it takes the place the cached one had. */
     if (k->keep && lk_held_take(k, true, &e) && keep_relock(e.inst, e.lease)) {
         e.cached = 0;
+        begin_hold(k, &e);
         (void)lk_held_push(&e);
         return SRT_LEASED;
     }
@@ -79,6 +140,7 @@ static uint32_t acquire(srv_lock_t *k, uint32_t op)
     e = (lk_held_t){.lock = k, .inst = in,
                     .rest = v == SRT_CHAINED ? chain_rest(&mb->w) : NULL,
                     .lease = v == SRT_LEASED ? keep_word(in) : 0};
+    begin_hold(k, &e);
     if (BATON_UNLIKELY(!lk_held_push(&e))) {
         fprintf(stderr, "baton: lock server: out of memory for the held-lock set\n");
         abort();
@@ -96,27 +158,55 @@ static int k_trylock(void *st)
     return acquire(st, LK_TRY) == SRT_REFUSED ? EBUSY : 0;
 }
 
-static int k_unlock(void *st)
+/* The holder's unlock of the hold e. */
+static int unlock_mine(srv_lock_t *k, lk_held_t *e)
 {
-    srv_lock_t *k = st;
-    lk_held_t e;
-    if (!lk_held_take(k, false, &e))
-        return EPERM;
+    /* The hold ends before the lock leaves us (another thread may take it
+     * at once, and begin its own).  Relaxed: see begin_hold(). */
+    baton_store(&k->hold, e->hold + 1u, memory_order_relaxed);
     /* Keep the lease; a thread keeps KEEP_MAX at most (every lock call
      * searches them), and forgets its oldest for a new one.  The thread
      * never touches a forgotten lease again (another thread may have
      * freed its lock); it stays kept until the home takes it back, when
      * someone asks or when it expires (keep.c). */
-    if (e.lease && keep_unlock(e.inst, &e.lease)) {
+    if (e->lease && keep_unlock(e->inst, &e->lease)) {
         if (lk_held_cached() >= KEEP_MAX)
             lk_held_forget_oldest();
-        e.cached = 1; /* cannot fail: the place it had */
-        (void)lk_held_push(&e);
+        e->cached = 1; /* cannot fail: the place it had */
+        (void)lk_held_push(e);
         return 0;
     }
-    if (e.rest && chain_pass(e.rest, &k->wait))
-        return 0;
-    lk_release_home(e.inst);
+    release_to(k, e->inst, e->rest);
+    return 0;
+}
+
+static int k_unlock(void *st)
+{
+    srv_lock_t *k = st;
+    lk_held_t e;
+    if (!take_mine(k, &e))
+        return EPERM;
+    return unlock_mine(k, &e);
+}
+
+/* Whatever thread calls: the holder unlocks as above; another thread ends
+ * the hold the lock records and releases it where the holder would have,
+ * without keeping a lease (the home ends it when the release comes). */
+static int k_release(void *st)
+{
+    srv_lock_t *k = st;
+    lk_held_t e;
+    if (take_mine(k, &e))
+        return unlock_mine(k, &e);
+    /* Relaxed: the caller synchronised with the holder (a join, a lock of
+     * its own), which orders the hold's record before these loads. */
+    const uint64_t h = baton_load(&k->hold, memory_order_relaxed);
+    if (!(h & 1u))
+        return 0; /* not held */
+    lk_inst_t *in = baton_load(&k->hold_inst, memory_order_relaxed);
+    srt_waiter_t *rest = baton_load(&k->hold_rest, memory_order_relaxed);
+    baton_store(&k->hold, h + 1u, memory_order_relaxed); /* see begin_hold() */
+    release_to(k, in, rest);
     return 0;
 }
 
@@ -125,7 +215,7 @@ static int k_is_locked(void *st)
     srv_lock_t *k = st;
     /* Relaxed: a racy look (the holder always sees its own lock held).  A
      * lease kept but not in use is not held. */
-    return lk_held_find(k) ||
+    return held_by_me(k) ||
            ((baton_load(&k->inst.hint, memory_order_relaxed) & LK_HINT_HELD) != 0 &&
             (baton_load(&k->inst.lease, memory_order_relaxed) & LS_STATE) != LS_CACHED);
 }
@@ -144,7 +234,7 @@ static int ask_free(srv_lock_t *k, lk_inst_t *in)
 static int k_destroy(void *st)
 {
     srv_lock_t *k = st;
-    if (lk_held_find(k))
+    if (held_by_me(k))
         return EBUSY;
     /* A lease this thread keeps: hand the lock back first (the home takes
      * any other thread's cached lease back itself). */
@@ -178,6 +268,9 @@ static int k_init(void *st, const baton_opts_t *o)
 {
     srv_lock_t *k = st;
     const bool chain = o->value[OPT_CHAIN] != 0, hier = o->value[OPT_HIER] != 0;
+    atomic_init(&k->hold, (uint64_t)0);
+    atomic_init(&k->hold_inst, NULL);
+    atomic_init(&k->hold_rest, NULL);
     if (!hier && (o->value[OPT_GROUPS] != 0 || o->value[OPT_BOUND] != DEFAULT_BOUND))
         return baton_fail(EINVAL, "server: groups= and local_bound= apply to the hierarchical "
                                   "lock only; add hier (e.g. \"server,hier,groups=2\")");
@@ -259,5 +352,6 @@ const baton_kind_t baton_kind_server = {
     .size = sizeof(srv_lock_t), .align = _Alignof(srv_lock_t),
     .options = server_options, .noptions = sizeof server_options / sizeof server_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .is_locked = k_is_locked, .stats = k_stats, .footprint = k_footprint,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .stats = k_stats,
+    .footprint = k_footprint,
 };

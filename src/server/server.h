@@ -133,6 +133,15 @@ typedef struct srv_lock {
     uint16_t *cpu_group;      /* CPU -> group (hier) */
     lk_local_t *groups;       /* ngroups of them (hier) */
     lk_inst_t inst;           /* the lock at the global server */
+    /* The hold the lock is in, for a release by a thread that does not
+     * hold it (what a NORMAL pthread mutex allows; server.c): `hold` is
+     * odd while a thread holds the lock (each hold numbers itself), even
+     * when it is free; `hold_inst` and `hold_rest` are where the holder
+     * would release it.  Written by the holder at each acquire and unlock
+     * (one line more per hold), and by a thread that releases for it. */
+    _Alignas(BATON_CACHELINE) _Atomic uint64_t hold;
+    _Atomic(lk_inst_t *) hold_inst;
+    _Atomic(srt_waiter_t *) hold_rest;
 } srv_lock_t;
 
 /* --- basic.c: the engine, and the client's side of request/grant/release -- */
@@ -171,11 +180,11 @@ typedef struct lk_held {
     lk_inst_t *inst;
     srt_waiter_t *rest;
     uint64_t lease;
+    uint64_t hold;    /* the lock's `hold` number of this hold (not cached) */
     uint32_t cached;
 } lk_held_t;
 bool lk_held_push(const lk_held_t *e);
 bool lk_held_take(const srv_lock_t *k, bool cached, lk_held_t *out);
-bool lk_held_find(const srv_lock_t *k);
 /* How many leases the calling thread keeps. */
 uint32_t lk_held_cached(void);
 /* Forget the oldest lease the thread keeps (without touching its lock,

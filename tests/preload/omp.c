@@ -1,5 +1,6 @@
 /* omp.c - the OpenMP lock calls and GNU OpenMP's critical sections:
- * omp_set/unset/test_lock (test fails while another thread holds it),
+ * omp_set/unset/test_lock (test fails while another thread holds it; a
+ * lock one thread set, another may unset, as libgomp allows),
  * nest locks (omp_test_nest_lock returns the new nesting count; 0 for
  * another thread), unnamed and named critical, and atomic on a type the
  * compiler implements with GOMP_atomic_start/end.  Counters check mutual
@@ -48,6 +49,20 @@ int main(void)
         }
     }
     CHECK(other_test == 1, "omp_test_lock on a free lock returned %d, expected 1", other_test);
+
+    ptest_phase = "omp lock unset by another thread";
+    /* Undefined in OpenMP; libgomp releases it (a simple lock has no
+     * owner), and so must every kind. */
+    omp_set_lock(&lock);
+#pragma omp parallel num_threads(2)
+    {
+        if (omp_get_thread_num() == 1)
+            omp_unset_lock(&lock);
+    }
+    other_test = omp_test_lock(&lock);
+    CHECK(other_test == 1, "omp_test_lock after another thread's unset returned %d, expected 1", other_test);
+    if (other_test)
+        omp_unset_lock(&lock);
 
     ptest_phase = "omp nest lock";
     omp_init_nest_lock(&nest);
