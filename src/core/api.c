@@ -364,5 +364,5 @@ const baton_kind_info_t *baton_lock_kind(const baton_lock_t *l)
 
 const char *baton_version(void)
 {
-    return "0.1.0";
+    return BATON_VERSION_STRING;
 }
