@@ -21,8 +21,8 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SPIN=${SPIN:-spin}
 if ! command -v "$SPIN" >/dev/null 2>&1; then
-    echo "check.sh: spin is required (tools/deps.sh and .ci/run install it)" >&2
-    exit 2
+    echo "check.sh: skipped: spin is required (tools/deps.sh and .ci/run install it)" >&2
+    exit 77
 fi
 CC=${CC:-gcc}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
