@@ -319,7 +319,7 @@ static int k_is_locked(void *s) { return baton_relay_is_locked(s); }
 
 const baton_kind_t baton_kind_relay = {
     .name = "relay",
-    .summary = "default: barging owner keeps the lock on its core, FIFO queue, handoff after a slice",
+    .summary = "the previous default: barging owner keeps the lock on its core, FIFO queue, handoff after a slice",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
             BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE,
     .waits = BATON_WAITS_ALL,
