@@ -481,6 +481,41 @@ static void test_bad_specs(void)
     }
 }
 
+/* The dynamic API's layout: every kind that reserves a handle slot gets its
+ * handle there, in the state's first cache line, so that lock and unlock
+ * touch one line of the lock (the slowdown of many-lock workloads when they
+ * touched two); the others keep the handle before the state. */
+static void test_layout(void)
+{
+    const baton_kind_t *k;
+    for (size_t i = 0; (k = baton_registry_at(i)) != NULL; i++) {
+        if (!(k->caps & BATON_CAP_LOCK) || k->wrapper)
+            continue;
+        baton_lock_t *l = baton_lock_new(k->name);
+        CHECK(l != NULL, "%s: baton_lock_new failed", k->name);
+        if (!l)
+            continue;
+        char *state = baton_lock_state(l);
+        if (k->handle_slot) {
+            CHECK((char *)l == state + k->handle_slot, "%s: the handle is not in its slot", k->name);
+            CHECK((uintptr_t)l / 64 == (uintptr_t)state / 64, "%s: the handle is off the state's first line", k->name);
+        } else {
+            CHECK((char *)l + sizeof(void *) == state, "%s: the handle is not just before the state", k->name);
+        }
+        /* The slot is the kind's own to leave alone: a lock and unlock
+         * through the handle keep working after the kind ran. */
+        CHECK(baton_lock(l) == 0, "%s: lock", k->name);
+        CHECK(baton_trylock(l) == EBUSY, "%s: trylock of a held lock", k->name);
+        CHECK(baton_unlock(l) == 0, "%s: unlock", k->name);
+        CHECK(baton_trylock(l) == 0, "%s: trylock of a free lock", k->name);
+        CHECK(baton_unlock(l) == 0, "%s: unlock", k->name);
+        CHECK(baton_lock_free(l) == 0, "%s: free", k->name);
+    }
+    /* The default kind is one of them. */
+    k = baton_registry_find("default", 7);
+    CHECK(k != NULL && k->handle_slot != 0, "the default kind keeps no handle slot");
+}
+
 static void test_registry(void)
 {
     const baton_kind_info_t *list;
@@ -555,6 +590,7 @@ int main(void)
     test_fork();
     test_bad_specs();
     test_registry();
+    test_layout();
     pthread_mutex_lock(&agent.m);
     agent.quit = 1;
     pthread_cond_broadcast(&agent.cv);

@@ -16,7 +16,7 @@
  *            check=0|1   track the owner and report misuse (EPERM, EBUSY)
  *                        even for kinds that do not track it themselves;
  *                        on by default in debug builds (BATON_DEBUG).
- * A NULL or empty spec, or "default", names the default kind ("relay").
+ * A NULL or empty spec, or "default", names the default kind ("runner").
  * Whitespace is not allowed.  Example: "relay:spinpark,slice_us=100".
  *
  * Errors.  baton_lock_new() returns NULL and sets errno (EINVAL for a bad
@@ -121,16 +121,19 @@ BATON_API int baton_lock(baton_lock_t *lock);
 BATON_API int baton_trylock(baton_lock_t *lock);
 BATON_API int baton_unlock(baton_lock_t *lock);
 
-/* The first members of every lock: what the inline definitions below read,
- * so that lock, trylock and unlock cost one test and one call into the
- * kind, as a function table would.  Part of the ABI; the rest of the lock
- * is private. */
-struct baton_lock_head {
+/* What a baton_lock_t points to: one pointer to its kind's table of hot
+ * operations, shared by every lock of the kind, and the lock's state at
+ * state_delta bytes from the handle (the handle sits in the state's first
+ * cache line where the kind reserves room for it), so that lock, trylock
+ * and unlock cost one test and one call into the kind, as a function table
+ * would, and touch one line of the lock.  Part of the ABI; the rest of the
+ * lock is private. */
+struct baton_lock_ops {
     void (*lock)(void *state);
     int (*unlock)(void *state);
     int (*trylock)(void *state);
-    void *state;
     int slow; /* owner checks (check=1), or a kind without lock/unlock */
+    ptrdiff_t state_delta;
 };
 
 /* The out-of-line halves: owner checks, and the ENOTSUP of kinds that
@@ -145,27 +148,27 @@ BATON_API int baton_unlock_slow(baton_lock_t *lock);
 #define BATON_INLINE_API extern __inline __attribute__((__gnu_inline__, __always_inline__))
 BATON_INLINE_API int baton_lock(baton_lock_t *lock)
 {
-    const struct baton_lock_head *h = (const struct baton_lock_head *)(const void *)lock;
-    if (__builtin_expect(h->slow, 0))
+    const struct baton_lock_ops *o = *(const struct baton_lock_ops *const *)(const void *)lock;
+    if (__builtin_expect(o->slow, 0))
         return baton_lock_slow(lock);
-    h->lock(h->state);
+    o->lock((char *)lock + o->state_delta);
     return 0;
 }
 
 BATON_INLINE_API int baton_trylock(baton_lock_t *lock)
 {
-    const struct baton_lock_head *h = (const struct baton_lock_head *)(const void *)lock;
-    if (__builtin_expect(h->slow, 0))
+    const struct baton_lock_ops *o = *(const struct baton_lock_ops *const *)(const void *)lock;
+    if (__builtin_expect(o->slow, 0))
         return baton_trylock_slow(lock);
-    return h->trylock(h->state);
+    return o->trylock((char *)lock + o->state_delta);
 }
 
 BATON_INLINE_API int baton_unlock(baton_lock_t *lock)
 {
-    const struct baton_lock_head *h = (const struct baton_lock_head *)(const void *)lock;
-    if (__builtin_expect(h->slow, 0))
+    const struct baton_lock_ops *o = *(const struct baton_lock_ops *const *)(const void *)lock;
+    if (__builtin_expect(o->slow, 0))
         return baton_unlock_slow(lock);
-    return h->unlock(h->state);
+    return o->unlock((char *)lock + o->state_delta);
 }
 #endif
 

@@ -79,6 +79,9 @@ typedef struct baton_runner {
     _Atomic uint32_t owner_cpu; /* where the owner ran at its last check */
     uint32_t tenure_ns; /* 0: adaptive */
     baton_wait_t wait;
+    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
+     * handle here, on the line lock and unlock touch; never used by the lock. */
+    const void *api_handle;
 } baton_runner_t;
 
 /* tenure_ns 0: adaptive (see runner.c). */

@@ -14,15 +14,26 @@
 #include "../delegate/delegate.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SPEC_MAX 160
 
+/* What a baton_lock_t points to: the handle, one pointer to the kind's
+ * shared table of hot operations (struct baton_lock_ops, baton/baton.h).
+ * For kinds that reserve a slot for it in their state's first cache line
+ * (baton_kind_t.handle_slot), the handle lives there, so that lock and
+ * unlock touch one line of the lock, the line they write anyway; for the
+ * others, it is the last word of the header, just before the state. */
 struct baton_lock {
-    /* First: what the inline entry points of baton/baton.h read (a pointer
-     * to the lock points to it, C11 6.7.2.1). */
-    struct baton_lock_head head;
+    const struct baton_lock_ops *ops;
+};
+
+/* The rest of a lock, read off the hot path only: the allocation starts
+ * with it, and the state follows at HEADER_SIZE. */
+struct lock_block {
     /* Delegation kinds' own execute/delegate; NULL: lock, call, unlock. */
     int (*execute)(void *, baton_fn, void *);
     int (*delegate)(void *, baton_fn, const void *, size_t, baton_future_t *);
@@ -30,20 +41,62 @@ struct baton_lock {
     int check;
     _Atomic uintptr_t owner; /* check mode only */
     const baton_kind_t *kind;
+    struct baton_lock *handle;
     char spec[SPEC_MAX];
 };
 
-/* Header size rounded up so the state starts on its own cache line. */
-#define HEADER_SIZE ((sizeof(struct baton_lock) + BATON_CACHELINE - 1) / BATON_CACHELINE * BATON_CACHELINE)
+/* The header (the block, then room for a handle outside the state),
+ * rounded up so that the state starts on its own cache line.  Every kind's
+ * alignment divides it (checked in baton_lock_new). */
+#define HEADER_SIZE                                                                              \
+    ((sizeof(struct lock_block) + sizeof(struct baton_lock) + BATON_CACHELINE - 1) /             \
+     BATON_CACHELINE * BATON_CACHELINE)
+
+static inline void *state_of(const baton_lock_t *l)
+{
+    return (char *)(uintptr_t)l + l->ops->state_delta;
+}
+
+static inline struct lock_block *block_of(const baton_lock_t *l)
+{
+    return (struct lock_block *)((char *)state_of(l) - HEADER_SIZE);
+}
 
 /* Kinds without lock/unlock (pure delegation: rcl, ccsynch) get these. */
 static void no_lock(void *s) { (void)s; }
 static int no_unlock(void *s) { (void)s; return ENOTSUP; }
 
-static int not_offered(baton_lock_t *l, const char *what)
+static int not_offered(const struct lock_block *b, const char *what)
 {
     return baton_fail(ENOTSUP, "%s: lock kind '%s' offers execute and delegate only; use "
-                               "baton_execute() or a kind with lock/unlock", what, l->kind->name);
+                               "baton_execute() or a kind with lock/unlock", what, b->kind->name);
+}
+
+/* --- the kinds' shared tables of hot operations ----------------------------
+ * Two per kind: [0] calls the kind straight from the inline entry points;
+ * [1] sends them to the out-of-line halves (owner checks, kinds without
+ * lock/unlock).  Built once, read-only after: every lock of a kind points
+ * to the same table, which stays in the cache of whoever uses the kind. */
+#define OPS_MAX 32
+static struct baton_lock_ops kind_ops[OPS_MAX][2];
+static pthread_once_t kind_ops_once = PTHREAD_ONCE_INIT;
+
+static void build_kind_ops(void)
+{
+    const baton_kind_t *k;
+    for (size_t i = 0; i < OPS_MAX && (k = baton_registry_at(i)) != NULL; i++) {
+        /* The handle in the kind's reserved slot (the state is before it),
+         * or in the header's last word (the state just after it). */
+        ptrdiff_t delta = k->handle_slot ? -(ptrdiff_t)k->handle_slot : (ptrdiff_t)sizeof(struct baton_lock);
+        for (int slow = 0; slow < 2; slow++)
+            kind_ops[i][slow] = (struct baton_lock_ops){
+                .lock = k->lock ? k->lock : no_lock,
+                .unlock = k->unlock ? k->unlock : no_unlock,
+                .trylock = k->trylock ? k->trylock : no_unlock,
+                .slow = slow || !k->lock,
+                .state_delta = delta,
+            };
+    }
 }
 
 /* The block baton_lock_new allocates for kind k: header, then the state. */
@@ -76,33 +129,37 @@ baton_lock_t *baton_lock_new(const char *spec)
         errno = rc;
         return NULL;
     }
-    size_t align, size;
+    pthread_once(&kind_ops_once, build_kind_ops);
+    size_t index = baton_registry_index(k), align, size;
     lock_layout(k, &align, &size);
-    struct baton_lock *l = aligned_alloc(align, size);
-    if (!l) {
+    /* Both are facts about the build (a kind's table), caught by the unit
+     * tests, which create every kind. */
+    if (index >= OPS_MAX || HEADER_SIZE % align != 0 ||
+        (k->handle_slot && (k->handle_slot % _Alignof(struct baton_lock) != 0 ||
+                            k->handle_slot + sizeof(struct baton_lock) > BATON_CACHELINE ||
+                            k->handle_slot + sizeof(struct baton_lock) > k->size))) {
+        errno = baton_fail(EINVAL, "lock kind '%s' does not fit the dynamic API's layout", k->name);
+        return NULL;
+    }
+    struct lock_block *b = aligned_alloc(align, size);
+    if (!b) {
         errno = baton_fail(ENOMEM, "out of memory allocating a '%s' lock", k->name);
         return NULL;
     }
-    memset(l, 0, size);
-    l->head.lock = k->lock ? k->lock : no_lock;
-    l->head.unlock = k->unlock ? k->unlock : no_unlock;
-    l->head.trylock = k->trylock ? k->trylock : no_unlock;
-    l->head.state = (char *)l + HEADER_SIZE;
-    l->execute = k->execute;
-    l->delegate = k->delegate;
+    memset(b, 0, size);
+    char *state = (char *)b + HEADER_SIZE;
+    b->execute = k->execute;
+    b->delegate = k->delegate;
     if (k->caps & BATON_CAP_WAIT)
-        l->fwait = o.wait;
+        b->fwait = o.wait;
     else
-        (void)baton_wait_init(&l->fwait, BATON_WAIT_SPINPARK);
-    l->check = o.check;
-    /* The inline entry points take the out-of-line path for owner checks
-     * and for kinds without lock/unlock: one test on the hot path. */
-    l->head.slow = o.check || l->head.lock == no_lock;
-    l->kind = k;
-    memcpy(l->spec, canon, sizeof l->spec);
-    rc = k->init(l->head.state, &o);
+        (void)baton_wait_init(&b->fwait, BATON_WAIT_SPINPARK);
+    b->check = o.check;
+    b->kind = k;
+    memcpy(b->spec, canon, sizeof b->spec);
+    rc = k->init(state, &o);
     if (rc != 0) {
-        free(l);
+        free(b);
         /* Keep the kind's own message (a server thread that could not be
          * created, say); else say which kind failed. */
         if (baton_last_error()[0] == '\0')
@@ -110,19 +167,26 @@ baton_lock_t *baton_lock_new(const char *spec)
         errno = rc;
         return NULL;
     }
-    return l;
+    /* The handle last: init owns its state whole, the slot included.  The
+     * inline entry points take the out-of-line path for owner checks and
+     * for kinds without lock/unlock: one test on the hot path. */
+    const struct baton_lock_ops *ops = &kind_ops[index][o.check ? 1 : 0];
+    b->handle = (struct baton_lock *)(void *)(state - ops->state_delta);
+    b->handle->ops = ops;
+    return b->handle;
 }
 
 int baton_lock_free(baton_lock_t *l)
 {
     if (!l)
         return 0;
-    if (l->check && atomic_load_explicit(&l->owner, memory_order_relaxed) != 0)
-        return baton_fail(EBUSY, "lock '%s' freed while held", l->spec);
-    int rc = l->kind->destroy(l->head.state);
+    struct lock_block *b = block_of(l);
+    if (b->check && atomic_load_explicit(&b->owner, memory_order_relaxed) != 0)
+        return baton_fail(EBUSY, "lock '%s' freed while held", b->spec);
+    int rc = b->kind->destroy(state_of(l));
     if (rc != 0)
-        return baton_fail(rc, "lock '%s' freed while held", l->spec);
-    free(l);
+        return baton_fail(rc, "lock '%s' freed while held", b->spec);
+    free(b);
     return 0;
 }
 
@@ -130,42 +194,45 @@ int baton_lock_free(baton_lock_t *l)
 
 static int checked_lock(baton_lock_t *l)
 {
+    struct lock_block *b = block_of(l);
     uintptr_t self = baton_self_token();
-    if (atomic_load_explicit(&l->owner, memory_order_relaxed) == self)
+    if (atomic_load_explicit(&b->owner, memory_order_relaxed) == self)
         return baton_fail(EDEADLK, "lock '%s' locked again by its owner (locks are not recursive)",
-                          l->spec);
-    l->head.lock(l->head.state);
+                          b->spec);
+    l->ops->lock(state_of(l));
     /* Relaxed: only the owner writes it while holding; readers compare it
      * against their own token, which no other thread stores. */
-    atomic_store_explicit(&l->owner, self, memory_order_relaxed);
+    atomic_store_explicit(&b->owner, self, memory_order_relaxed);
     return 0;
 }
 
 static int checked_trylock(baton_lock_t *l)
 {
-    int rc = l->head.trylock(l->head.state);
+    int rc = l->ops->trylock(state_of(l));
     if (rc == 0)
-        atomic_store_explicit(&l->owner, baton_self_token(), memory_order_relaxed);
+        atomic_store_explicit(&block_of(l)->owner, baton_self_token(), memory_order_relaxed);
     return rc;
 }
 
 static int checked_unlock(baton_lock_t *l)
 {
-    if (atomic_load_explicit(&l->owner, memory_order_relaxed) != baton_self_token())
-        return baton_fail(EPERM, "lock '%s' unlocked by a thread that does not hold it", l->spec);
-    atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
-    return l->head.unlock(l->head.state);
+    struct lock_block *b = block_of(l);
+    if (atomic_load_explicit(&b->owner, memory_order_relaxed) != baton_self_token())
+        return baton_fail(EPERM, "lock '%s' unlocked by a thread that does not hold it", b->spec);
+    atomic_store_explicit(&b->owner, 0, memory_order_relaxed);
+    return l->ops->unlock(state_of(l));
 }
 
 int baton_lock_release(baton_lock_t *l)
 {
-    if (l->head.lock == no_lock)
-        return not_offered(l, "release");
+    struct lock_block *b = block_of(l);
+    if (!b->kind->lock)
+        return not_offered(b, "release");
     /* Relaxed: as in checked_unlock(); the caller synchronised with the
      * holder. */
-    if (l->check)
-        atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
-    return l->kind->release ? l->kind->release(l->head.state) : l->head.unlock(l->head.state);
+    if (b->check)
+        atomic_store_explicit(&b->owner, 0, memory_order_relaxed);
+    return b->kind->release ? b->kind->release(state_of(l)) : l->ops->unlock(state_of(l));
 }
 
 /* --- the hot calls -------------------------------------------------------- *
@@ -175,39 +242,45 @@ int baton_lock_release(baton_lock_t *l)
 
 int baton_lock_slow(baton_lock_t *l)
 {
-    return l->head.lock == no_lock ? not_offered(l, "lock") : checked_lock(l);
+    struct lock_block *b = block_of(l);
+    return !b->kind->lock ? not_offered(b, "lock") : checked_lock(l);
 }
 
 int baton_trylock_slow(baton_lock_t *l)
 {
-    return l->head.lock == no_lock ? not_offered(l, "trylock") : checked_trylock(l);
+    struct lock_block *b = block_of(l);
+    return !b->kind->lock ? not_offered(b, "trylock") : checked_trylock(l);
 }
 
 int baton_unlock_slow(baton_lock_t *l)
 {
-    return l->head.lock == no_lock ? not_offered(l, "unlock") : checked_unlock(l);
+    struct lock_block *b = block_of(l);
+    return !b->kind->lock ? not_offered(b, "unlock") : checked_unlock(l);
 }
 
 int baton_lock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->head.slow))
+    const struct baton_lock_ops *o = l->ops;
+    if (BATON_UNLIKELY(o->slow))
         return baton_lock_slow(l);
-    l->head.lock(l->head.state);
+    o->lock((char *)l + o->state_delta);
     return 0;
 }
 
 int baton_trylock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->head.slow))
+    const struct baton_lock_ops *o = l->ops;
+    if (BATON_UNLIKELY(o->slow))
         return baton_trylock_slow(l);
-    return l->head.trylock(l->head.state);
+    return o->trylock((char *)l + o->state_delta);
 }
 
 int baton_unlock(baton_lock_t *l)
 {
-    if (BATON_UNLIKELY(l->head.slow))
+    const struct baton_lock_ops *o = l->ops;
+    if (BATON_UNLIKELY(o->slow))
         return baton_unlock_slow(l);
-    return l->head.unlock(l->head.state);
+    return o->unlock((char *)l + o->state_delta);
 }
 
 /* --- execute, delegate, futures ------------------------------------------ */
@@ -219,13 +292,13 @@ _Thread_local baton_cs_frame_t *baton_cs_top __attribute__((tls_model("initial-e
  * the common case costs one thread-local load. */
 static inline int self_deadlock(baton_lock_t *l, const char *what)
 {
-    if (BATON_LIKELY(baton_cs_top == NULL) || !baton_cs_inside(l->head.state)) {
-        if (BATON_LIKELY(!l->check) ||
-            atomic_load_explicit(&l->owner, memory_order_relaxed) != baton_self_token())
+    if (BATON_LIKELY(baton_cs_top == NULL) || !baton_cs_inside(state_of(l))) {
+        if (BATON_LIKELY(!block_of(l)->check) ||
+            atomic_load_explicit(&block_of(l)->owner, memory_order_relaxed) != baton_self_token())
             return 0;
     }
     return baton_fail(EDEADLK, "%s on lock '%s' by a thread that holds it or is running one of "
-                               "its critical sections (it would wait for itself)", what, l->spec);
+                               "its critical sections (it would wait for itself)", what, block_of(l)->spec);
 }
 
 static int run_locked(baton_lock_t *l, baton_fn fn, void *ctx)
@@ -234,7 +307,7 @@ static int run_locked(baton_lock_t *l, baton_fn fn, void *ctx)
     if (rc != 0)
         return rc;
     baton_cs_frame_t frame;
-    baton_cs_enter(&frame, l->head.state);
+    baton_cs_enter(&frame, state_of(l));
     fn(ctx);
     baton_cs_leave(&frame);
     return baton_unlock(l);
@@ -245,8 +318,8 @@ int baton_execute(baton_lock_t *l, baton_fn fn, void *ctx)
     int rc = self_deadlock(l, "execute");
     if (BATON_UNLIKELY(rc != 0))
         return rc;
-    if (l->execute)
-        return l->execute(l->head.state, fn, ctx);
+    if (block_of(l)->execute)
+        return block_of(l)->execute(state_of(l), fn, ctx);
     return run_locked(l, fn, ctx);
 }
 
@@ -259,8 +332,8 @@ static int delegate_common(baton_lock_t *l, baton_fn fn, const void *args, size_
     int rc = self_deadlock(l, "delegate");
     if (BATON_UNLIKELY(rc != 0))
         return rc;
-    if (l->delegate)
-        return l->delegate(l->head.state, fn, args, size, f);
+    if (block_of(l)->delegate)
+        return block_of(l)->delegate(state_of(l), fn, args, size, f);
     /* Mutex kinds run it now.  The function sees a private copy, as it
      * would on a delegation kind where it runs later on another thread. */
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
@@ -280,7 +353,7 @@ int baton_delegate(baton_lock_t *l, baton_fn fn, const void *args, size_t size)
 int baton_delegate_future(baton_lock_t *l, baton_fn fn, const void *args, size_t size,
                           baton_future_t *f)
 {
-    baton_future_prepare(f, &l->fwait);
+    baton_future_prepare(f, &block_of(l)->fwait);
     int rc = delegate_common(l, fn, args, size, f);
     if (rc != 0 && !baton_future_ready(f))
         baton_future_complete_own(f, rc); /* refused: ready at once, so waiting never hangs */
@@ -307,8 +380,8 @@ int baton_future_ready(const baton_future_t *f)
 
 int baton_rlock(baton_lock_t *l)
 {
-    if (l->kind->rlock) {
-        l->kind->rlock(l->head.state);
+    if (block_of(l)->kind->rlock) {
+        block_of(l)->kind->rlock(state_of(l));
         return 0;
     }
     return baton_lock(l);
@@ -316,8 +389,8 @@ int baton_rlock(baton_lock_t *l)
 
 int baton_runlock(baton_lock_t *l)
 {
-    if (l->kind->runlock) {
-        l->kind->runlock(l->head.state);
+    if (block_of(l)->kind->runlock) {
+        block_of(l)->kind->runlock(state_of(l));
         return 0;
     }
     return baton_unlock(l);
@@ -326,40 +399,40 @@ int baton_runlock(baton_lock_t *l)
 int baton_lock_stats(const baton_lock_t *l, baton_stats_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (!l->kind->stats)
+    if (!block_of(l)->kind->stats)
         return ENOTSUP;
-    l->kind->stats(l->head.state, out);
+    block_of(l)->kind->stats(state_of(l), out);
     return 0;
 }
 
 int baton_is_locked(baton_lock_t *l)
 {
-    return l->kind->is_locked ? l->kind->is_locked(l->head.state) : 0;
+    return block_of(l)->kind->is_locked ? block_of(l)->kind->is_locked(state_of(l)) : 0;
 }
 
 void *baton_lock_state(baton_lock_t *l)
 {
-    return l->head.state;
+    return state_of(l);
 }
 
 const baton_kind_t *baton_lock_ops(const baton_lock_t *l)
 {
-    return l->kind;
+    return block_of(l)->kind;
 }
 
 int baton_lock_checks(const baton_lock_t *l)
 {
-    return l->check;
+    return block_of(l)->check;
 }
 
 const char *baton_lock_spec(const baton_lock_t *l)
 {
-    return l->spec;
+    return block_of(l)->spec;
 }
 
 const baton_kind_info_t *baton_lock_kind(const baton_lock_t *l)
 {
-    return baton_registry_info(l->kind);
+    return baton_registry_info(block_of(l)->kind);
 }
 
 const char *baton_version(void)

@@ -86,6 +86,19 @@ const baton_kind_info_t *baton_registry_info(const baton_kind_t *k)
     return NULL;
 }
 
+const baton_kind_t *baton_registry_at(size_t i)
+{
+    return i < NKINDS ? kinds[i] : NULL;
+}
+
+size_t baton_registry_index(const baton_kind_t *k)
+{
+    size_t i = 0;
+    while (i < NKINDS && kinds[i] != k)
+        i++;
+    return i;
+}
+
 const baton_kind_t *baton_registry_find(const char *name, size_t len)
 {
     if (len == 0 || (len == 7 && memcmp(name, "default", 7) == 0)) {

@@ -6,6 +6,10 @@
 
 const baton_kind_t *baton_registry_find(const char *name, size_t len);
 const baton_kind_info_t *baton_registry_info(const baton_kind_t *k);
+/* The i-th kind of the table (NULL past its end), and k's place in it (the
+ * number of kinds if k is not there). */
+const baton_kind_t *baton_registry_at(size_t i);
+size_t baton_registry_index(const baton_kind_t *k);
 /* "tas, ttas, ..." into buf; returns the length. */
 size_t baton_registry_names(char *buf, size_t size);
 

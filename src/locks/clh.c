@@ -13,6 +13,7 @@
 #include "../core/thread.h"
 
 #include <errno.h>
+#include <stddef.h>
 
 enum { CLH_RELEASED = 0, CLH_HELD = 1 };
 
@@ -157,6 +158,7 @@ const baton_kind_t baton_kind_clh = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_clh_t), .align = _Alignof(baton_clh_t),
+    .handle_slot = offsetof(baton_clh_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .footprint = k_footprint,
 };

@@ -32,6 +32,7 @@
 #include "../wait/wait_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 
 enum { RUN_WAIT = 0, RUN_HEAD = 1, RUN_GRANTED = 2 };
@@ -657,6 +658,7 @@ const baton_kind_t baton_kind_runner = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_runner_t), .align = _Alignof(baton_runner_t),
+    .handle_slot = offsetof(baton_runner_t, api_handle),
     .options = runner_options, .noptions = sizeof runner_options / sizeof runner_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
