@@ -29,7 +29,8 @@
 #   omp      bench/apps/omp.sh at P threads (lock and critical; stock against
 #            the interposer); skipped, with the reason, without omp_locks or
 #            libgomp
-#   wake     bench wake (every policy the CPU has, both oversubscription settings)
+#   wake     bench wake (every policy the CPU has, with and without every CPU
+#            busy; --small: d = 10 us and 1 ms, 20 samples, not busy)
 #
 # Time.  --budget (default 540 s, 9 minutes; --small 150) covers everything
 # from the start, a build included.  Each piece (one bench invocation: one
@@ -124,8 +125,8 @@ P=$NCPU
 if [ $small -eq 1 ]; then
     D=0.05 R=1 D_RW=0.05 D_SRV=0.05
     T_RCL=2 T_PQ=2 T_RW=2 T_SRV=2 T_OMP=2 N_BAR="2"
-    OMP_ITERS=20000 WAKE_ARGS=(--delays "10us,1ms" --samples 20)
-    MATRIX_ARGS=(--smoke) MATRIX_EST=20 MATRIX_MIN=10 BOX_MARGIN_MS=5000
+    OMP_ITERS=20000 WAKE_ARGS=(--delays "10us,1ms" --samples 20 --oversubscribed off)
+    MATRIX_ARGS=(--smoke) MATRIX_EST=40 MATRIX_MIN=10 BOX_MARGIN_MS=5000
 else
     D=0.2 R=3 D_RW=0.1 D_SRV=0.1
     T_RCL=$((P - 1))
@@ -201,13 +202,24 @@ log() { echo "[$(printf '%5s' "$(secs $(($(now_ms) - T0)))") s] $*" | tee -a "$O
 # The time box of one piece.  It may use what is left of the budget less the
 # shortest form of every later piece (LATER_MIN, STEP_MIN_LEFT); where that is
 # less than its own shortest form, the earlier step wins: it runs in its
-# shortest form and later pieces are skipped when their turn comes.
+# shortest form and later pieces are skipped when their turn comes.  Once
+# pieces have run, every estimate but the matrix's own box is scaled by the
+# rate they ran at (wall time over estimate, when above 1), so that a slow
+# machine costs rounds early rather than the last steps.
+RATE_PM=1000 SUM_EST=0 SUM_WALL=0
+scaled() { echo $(($1 * RATE_PM / 1000)); }
+
 run_piece() {
     local step=$1 name=$2 est=$3 rounds=$4 full=$5 min=$6; shift 6
-    local cmd=("$@") left avail cap lowest=$min use=$rounds limit note="" status rc=0 t1 wall
+    local cmd=("$@") left avail cap lowest use=$rounds limit note="" status rc=0 t1 wall
+    local planned=$est
     STEP_MIN_LEFT=$((STEP_MIN_LEFT - min))
+    if [ "$rounds" != box ]; then
+        est=$(scaled "$est") full=$(scaled "$full") min=$(scaled "$min")
+    fi
+    lowest=$min
     left=$((DEADLINE - $(now_ms)))
-    avail=$((left - STEP_MIN_LEFT - LATER_MIN))
+    avail=$((left - $(scaled $((STEP_MIN_LEFT + LATER_MIN)))))
     cap=$avail
     [ "$rounds" = box ] && lowest=$((min + BOX_MARGIN_MS))
     if ((avail < lowest)); then
@@ -254,13 +266,23 @@ run_piece() {
     esac
     [ -n "$note" ] && [ "$status" = ok ] && status=shortened
     record "$step" "$name" "$status" "$use" "$full" "$limit" "$wall" "$rc" "$note" "${cmd[*]}"
+    if [ "$rounds" != box ] && [ "$status" != FAIL ]; then
+        SUM_EST=$((SUM_EST + planned * (use > 0 ? use : 1))) SUM_WALL=$((SUM_WALL + wall))
+        local rate=$((SUM_WALL * 1000 / SUM_EST))
+        ((rate < 1000)) && rate=1000
+        if ((SUM_EST >= 5000 && (rate > RATE_PM * 11 / 10 || rate < RATE_PM * 9 / 10))); then
+            RATE_PM=$rate
+            log "pieces have run at $(awk -v r="$rate" 'BEGIN { printf "%.2f", r / 1000 }') x their estimates so far: the rest is planned at that rate"
+        fi
+    fi
 }
 
 # why_failed TXT: how many runs of the piece last appended to TXT failed, and the first
-# (the second field of a bench's table line is the lock)
+# (the second field of a bench's table line is the lock; wake's lines start with d)
 why_failed() {
     awk '/^### / { n = 0; first = ""; other = "" }
-         /VERIFY-FAILED|CRASHED/ { if (!n++) first = $2 ": " substr($0, match($0, /VERIFY-FAILED|CRASHED/)) }
+         /VERIFY-FAILED|CRASHED/ { who = $2 ~ /^(ns|us|ms|s)$/ ? $1 " " $2 " " $3 : $2   # wake: d, policy
+                                   if (!n++) first = who ": " substr($0, match($0, /VERIFY-FAILED|CRASHED/)) }
          /[Ee]rror|FAIL/ && !/VERIFY-FAILED|CRASHED/ && other == "" { other = $0 }
          END { if (n) printf "%d run(s) failed; first: %s", n, substr(first, 1, 160)
                else printf "%s", substr(other, 1, 200) }' "$1"
@@ -363,7 +385,7 @@ step_omp() {
 
 step_wake() {
     local est=25000
-    [ $small -eq 1 ] && est=8000
+    [ $small -eq 1 ] && est=4000
     piece wake wake $est 0 -- "$BATON" bench wake "${WAKE_ARGS[@]}" --json "$(json wake)"
 }
 
@@ -376,6 +398,8 @@ find_binaries() {
         b=$REPO/build-device
     fi
     if [ -n "$b" ]; then
+        # (a copy that lost the execute bits: the device's carry is not known to keep them)
+        if [ -f "$b/bin/baton" ] && [ ! -x "$b/bin/baton" ]; then chmod +x "$b"/bin/*; fi
         [ -x "$b/bin/baton" ] || die "no bundle at $b ($b/bin/baton missing): build one with '$PROG --prepare $b'"
         b=$(cd "$b" && pwd)
         local err
@@ -464,7 +488,28 @@ fi
 } >"$OUT/binaries.txt"
 log "$PROG: ${STEP_ORDER[*]} on $NCPU CPUs; estimate $(secs $total_full) s (at the least $(secs $total_min) s), budget $budget s; out $OUT"
 log "binaries: $BIN_FROM${BIN_NOTE:+; $BIN_NOTE}"
-trap 'log "interrupted"; exit 130' INT TERM
+# finish: the summary, also after an interruption (what ran is kept)
+finish() {
+    # omp.sh's per-run logs only matter when something failed
+    if [ -d "$OUT/omp/logs" ] && ! grep -q '^omp.*FAIL' "$OUT/steps.tsv"; then rm -rf "$OUT/omp/logs"; fi
+    if command -v python3 >/dev/null; then
+        python3 "$TOOLS/device_summary.py" "$OUT" || { log "device_summary.py failed"; FAILED=$((FAILED + 1)); }
+    else
+        log "no python3 here: no tables; the pieces' JSON stay in $OUT/parts"
+        column -t -s $'\t' "$OUT/steps.tsv" >"$OUT/summary.txt" 2>/dev/null || cp "$OUT/steps.tsv" "$OUT/summary.txt"
+    fi
+    rmdir "$OUT/parts" 2>/dev/null || true
+    log "done in $(secs $(($(now_ms) - T0))) s of $budget: $FAILED failed, $CUT killed at their limit; $OUT"
+    if [ -f "$OUT/summary.txt" ]; then cat "$OUT/summary.txt"; fi
+}
+interrupted() {
+    trap - INT TERM
+    FAILED=$((FAILED + 1))
+    record run interrupted FAIL 0 0 0 $(($(now_ms) - T0)) 130 "interrupted (SIGINT or SIGTERM): the summary holds what ran" "-"
+    finish
+    exit 130
+}
+trap interrupted INT TERM
 
 MODE=run
 LATER_MIN=$total_min
@@ -473,16 +518,6 @@ for s in "${STEP_ORDER[@]}"; do
     STEP_MIN_LEFT=${EST_MIN[$s]:-0}
     "step_$s"
 done
-
-# omp.sh's per-run logs only matter when something failed
-if [ -d "$OUT/omp/logs" ] && ! grep -q '^omp.*FAIL' "$OUT/steps.tsv"; then rm -rf "$OUT/omp/logs"; fi
-if command -v python3 >/dev/null; then
-    python3 "$TOOLS/device_summary.py" "$OUT" || { log "device_summary.py failed"; FAILED=$((FAILED + 1)); }
-else
-    log "no python3 here: no tables; the pieces' JSON stay in $OUT/parts"
-    column -t -s $'\t' "$OUT/steps.tsv" >"$OUT/summary.txt" 2>/dev/null || cp "$OUT/steps.tsv" "$OUT/summary.txt"
-fi
-rmdir "$OUT/parts" 2>/dev/null || true
-log "done in $(secs $(($(now_ms) - T0))) s of $budget: $FAILED failed, $CUT killed at their limit; $OUT"
-[ -f "$OUT/summary.txt" ] && cat "$OUT/summary.txt"
+trap - INT TERM
+finish
 [ $FAILED -eq 0 ] && [ $CUT -eq 0 ] || exit 1

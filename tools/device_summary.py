@@ -38,7 +38,7 @@ def merge(out):
             if name.endswith(".json"):
                 step = name[:-5].split("_")[0]
                 groups.setdefault(step, []).append(name)
-    merged = {}
+    merged, seen = {}, set()
     for step, names in groups.items():
         datas = []
         for n in names:
@@ -62,12 +62,31 @@ def merge(out):
             f.write("\n")
         for n, _ in datas:
             os.remove(os.path.join(parts_dir, n))
+            seen.add(n)
         merged[step] = data
     for step in ("info", "matrix", "rcl", "pq", "rw", "server", "barrier", "wake"):
         p = os.path.join(out, step + ".json")
         if step not in merged and os.path.exists(p):
             merged[step] = load(p)
-    return merged
+    return merged, seen
+
+
+def missing_json(out, rows, seen):
+    """Pieces that ran to the end but left no JSON (a bug of the script or
+    of a bench): their names."""
+    bad = []
+    for r in rows:
+        if r["status"] not in ("ok", "shortened"):
+            continue
+        words = r["command"].split()
+        if "--json" not in words:
+            continue
+        path = words[words.index("--json") + 1]
+        name = os.path.basename(path)
+        if name in seen or os.path.exists(path) or os.path.exists(os.path.join(out, name)):
+            continue
+        bad.append(f"{r['step']} {r['piece']} ({name})")
+    return bad
 
 
 def fmt_num(x):
@@ -202,7 +221,7 @@ def main():
         print(__doc__.strip())
         return 0 if len(sys.argv) == 2 else 2
     out = sys.argv[1]
-    data = merge(out)
+    data, seen = merge(out)
     doc = Doc()
     doc.md += ["# device-matrix summary", ""]
     doc.txt += ["device-matrix summary", ""]
@@ -212,7 +231,10 @@ def main():
         with open(bp) as f:
             lines = [x.rstrip() for x in f if not x.startswith("  ")]
         doc.para("; ".join(lines))
-    steps_section(doc, out)
+    rows = steps_section(doc, out)
+    bad = missing_json(out, rows, seen)
+    if bad:
+        doc.para("MISSING: these pieces ran to the end but left no JSON: " + ", ".join(bad))
 
     if "matrix" in data:
         d = data["matrix"]
@@ -282,6 +304,9 @@ def main():
         f.write("\n".join(doc.md).rstrip() + "\n")
     with open(os.path.join(out, "summary.txt"), "w") as f:
         f.write("\n".join(doc.txt).rstrip() + "\n")
+    if bad:
+        print("device_summary.py: pieces that ran but left no JSON: " + ", ".join(bad), file=sys.stderr)
+        return 1
     return 0
 
 
