@@ -34,14 +34,17 @@
 #
 # Time.  --budget (default 540 s, 9 minutes; --small 150) covers everything
 # from the start, a build included.  Each piece (one bench invocation: one
-# thread count, one S, ...) has an estimate; before it runs, the script keeps
-# back the shortest form of every later piece, gives the piece fewer rounds
-# when the rest does not hold its full form, skips it when not even one round
-# fits, and kills it (timeout) at twice its estimate plus 10 s, or sooner
-# where later pieces need the time.  What was shortened, cut or skipped is
-# printed as it happens and listed in the summary.  A killed piece loses its
-# JSON (its text is kept up to the kill); a collapsing lock is not killed by
-# this script: the benches cut it off themselves (2 x duration + 2 s).
+# thread count, one S, ...) has an estimate, scaled by the rate the pieces
+# before it ran at (when slower).  While the budget holds the shortest form
+# (one round; the matrix's shortest box) of every later piece, a piece may use
+# the rest: all its rounds, or fewer.  Where it does not, pieces are thinned
+# out in proportion across the steps (with half the time needed, every other
+# piece runs, in its shortest form).  A piece is killed (timeout) at twice its
+# estimate plus 10 s, or sooner where later pieces need the time.  What was
+# shortened, killed ("cut") or skipped is printed as it happens and listed in
+# the summary.  A killed piece loses its JSON (its text is kept up to the
+# kill); a collapsing lock is not killed by this script: the benches cut it
+# off themselves (2 x duration + 2 s).
 #
 # Binaries, first found: --bundle DIR; --build DIR (a build tree, used as it
 # is when it holds src/cli/baton, else built); build-device/ when it holds
@@ -199,40 +202,46 @@ piece() {
 
 log() { echo "[$(printf '%5s' "$(secs $(($(now_ms) - T0)))") s] $*" | tee -a "$OUT/run.txt" >&2; }
 
-# The time box of one piece.  It may use what is left of the budget less the
-# shortest form of every later piece (LATER_MIN, STEP_MIN_LEFT); where that is
-# less than its own shortest form, the earlier step wins: it runs in its
-# shortest form and later pieces are skipped when their turn comes.  Once
-# pieces have run, every estimate but the matrix's own box is scaled by the
-# rate they ran at (wall time over estimate, when above 1), so that a slow
-# machine costs rounds early rather than the last steps.
-RATE_PM=1000 SUM_EST=0 SUM_WALL=0
+# The time box of one piece.  Where what is left of the budget holds the
+# shortest form of every later piece (LATER_MIN, STEP_MIN_LEFT), the piece may
+# use the rest: its full form, or fewer rounds, or a shorter matrix box.
+# Where it does not, the pieces are thinned out in proportion, across every
+# step alike: each earns left / (what the rest needs) of its shortest form,
+# and runs, in that form, when its earnings reach it (so with half the time
+# needed, every other piece runs).  Once pieces have run, every estimate but
+# the matrix's own box is scaled by the rate they ran at (wall time over
+# estimate, when above 1), so that a slow machine costs rounds early rather
+# than whole steps late.
+RATE_PM=1000 SUM_EST=0 SUM_WALL=0 CREDIT=-1
 scaled() { echo $(($1 * RATE_PM / 1000)); }
 
 run_piece() {
     local step=$1 name=$2 est=$3 rounds=$4 full=$5 min=$6; shift 6
-    local cmd=("$@") left avail cap lowest use=$rounds limit note="" status rc=0 t1 wall
+    local cmd=("$@") left later avail cap lowest use=$rounds limit note="" status rc=0 t1 wall
     local planned=$est
     STEP_MIN_LEFT=$((STEP_MIN_LEFT - min))
     if [ "$rounds" != box ]; then
         est=$(scaled "$est") full=$(scaled "$full") min=$(scaled "$min")
     fi
     lowest=$min
-    left=$((DEADLINE - $(now_ms)))
-    avail=$((left - $(scaled $((STEP_MIN_LEFT + LATER_MIN)))))
-    cap=$avail
     [ "$rounds" = box ] && lowest=$((min + BOX_MARGIN_MS))
+    left=$((DEADLINE - $(now_ms)))
+    later=$(scaled $((STEP_MIN_LEFT + LATER_MIN)))
+    avail=$((left - later)) cap=$((left - later))
     if ((avail < lowest)); then
-        if ((left < lowest)); then
+        local share=$((left * 1000 / (lowest + later)))
+        if ((CREDIT < 0)); then
+            CREDIT=$((lowest / 2))
+            log "the budget no longer holds the shortest form of every piece ($(secs "$left") s left, $(secs $((lowest + later))) s needed): from $step $name on, pieces are thinned out in proportion"
+        fi
+        CREDIT=$((CREDIT + lowest * share / 1000))
+        if ((CREDIT < lowest || left < lowest)); then
             record "$step" "$name" skipped 0 "$full" 0 0 - \
-                "time box: $(secs "$left") s left of the budget, it needs $(secs "$lowest") s" "${cmd[*]}"
+                "time box: thinned out ($(secs "$left") s left of the budget for $(secs $((lowest + later))) s of shortest forms)" "${cmd[*]}"
             return 0
         fi
+        CREDIT=$((CREDIT - lowest))
         avail=$lowest cap=$left
-        if [ -z "${SQUEEZED:-}" ]; then
-            SQUEEZED=1
-            log "the budget no longer holds the shortest form of every piece: from $step $name on, each piece runs before the later ones are counted"
-        fi
     fi
     if [ "$rounds" = box ]; then
         local box=$full i boxmin
@@ -266,8 +275,9 @@ run_piece() {
     esac
     [ -n "$note" ] && [ "$status" = ok ] && status=shortened
     record "$step" "$name" "$status" "$use" "$full" "$limit" "$wall" "$rc" "$note" "${cmd[*]}"
-    if [ "$rounds" != box ] && [ "$status" != FAIL ]; then
-        SUM_EST=$((SUM_EST + planned * (use > 0 ? use : 1))) SUM_WALL=$((SUM_WALL + wall))
+    # the rate: bench runs only (info's measurements and the fixed pieces are not runs)
+    if [[ $rounds =~ ^[1-9] ]] && [ "$status" != FAIL ]; then
+        SUM_EST=$((SUM_EST + planned * use)) SUM_WALL=$((SUM_WALL + wall))
         local rate=$((SUM_WALL * 1000 / SUM_EST))
         ((rate < 1000)) && rate=1000
         if ((SUM_EST >= 5000 && (rate > RATE_PM * 11 / 10 || rate < RATE_PM * 9 / 10))); then
@@ -394,7 +404,7 @@ step_wake() {
 BIN_NOTE=""
 find_binaries() {
     local b=$bundle
-    if [ -z "$b" ] && [ -z "$build" ] && [ -x "$REPO/build-device/bin/baton" ]; then
+    if [ -z "$b" ] && [ -z "$build" ] && [ -f "$REPO/build-device/bin/baton" ]; then
         b=$REPO/build-device
     fi
     if [ -n "$b" ]; then
