@@ -40,7 +40,8 @@
 # the rest: all its rounds, or fewer.  Where it does not, pieces are thinned
 # out in proportion across the steps (with half the time needed, every other
 # piece runs, in its shortest form).  A piece is killed (timeout) at twice its
-# estimate plus 10 s, or sooner where later pieces need the time.  What was
+# estimate plus 10 s (--small, where the point is that everything runs: four
+# times plus 30 s), or sooner where later pieces need the time.  What was
 # shortened, killed ("cut") or skipped is printed as it happens and listed in
 # the summary.  A killed piece loses its JSON (its text is kept up to the
 # kill); a collapsing lock is not killed by this script: the benches cut it
@@ -130,6 +131,7 @@ if [ $small -eq 1 ]; then
     T_RCL=2 T_PQ=2 T_RW=2 T_SRV=2 T_OMP=2 N_BAR="2"
     OMP_ITERS=20000 WAKE_ARGS=(--delays "10us,1ms" --samples 20 --oversubscribed off)
     MATRIX_ARGS=(--smoke) MATRIX_EST=40 MATRIX_MIN=10 BOX_MARGIN_MS=5000
+    KILL_FACTOR=4 KILL_SLACK_MS=30000
 else
     D=0.2 R=3 D_RW=0.1 D_SRV=0.1
     T_RCL=$((P - 1))
@@ -140,6 +142,7 @@ else
     N_BAR="$(seq -s ' ' 2 "$P") $((2 * P))"
     OMP_ITERS=100000 WAKE_ARGS=()
     MATRIX_ARGS=(--quick) MATRIX_EST=150 MATRIX_MIN=60 BOX_MARGIN_MS=30000
+    KILL_FACTOR=2 KILL_SLACK_MS=10000
 fi
 RCL_LOCKS="rcl,qd,mcs:spinpark,default,pthread,peer:absl,peer:ck_mcs,peer:tbb_spin"
 PQ_LOCKS="qd,hqd,fc,ccsynch,default,peer:absl"
@@ -256,9 +259,9 @@ run_piece() {
         ((use < rounds)) && note="$use of $rounds rounds"
         full=$((use * est))
         cmd+=(--repeat "$use")
-        limit=$((2 * full + 10000))
+        limit=$((KILL_FACTOR * full + KILL_SLACK_MS))
     else
-        limit=$((2 * full + 10000))
+        limit=$((KILL_FACTOR * full + KILL_SLACK_MS))
     fi
     ((limit > cap)) && limit=$cap
     [ -n "$note" ] && log "$step $name: shortened: $note"
