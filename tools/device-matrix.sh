@@ -434,6 +434,7 @@ find_binaries() {
         echo "$PROG: building a Release tree instead" >&2
         BIN_NOTE="the bundle did not run ($err); built here instead"
     fi
+    [ -z "$b" ] && [ -z "$build" ] && BIN_NOTE="no bundle at $REPO/build-device (not carried?)"
     local t=${build:-build-release}
     [[ $t = /* ]] || t=$PWD/$t
     if [ ! -x "$t/src/cli/baton" ]; then
