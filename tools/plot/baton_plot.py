@@ -158,7 +158,8 @@ def main(argv):
 
     if args.report_json and drawn is not None:
         with open(args.report_json, "w") as f:
-            json.dump({"figures": drawn.figures, "notes": drawn.notes}, f, indent=1)
+            json.dump({"plotter": os.path.abspath(__file__), "figures": drawn.figures,
+                       "notes": drawn.notes}, f, indent=1)
     if args.report:
         report.write(args.report, title=args.title, inputs=inputs,
                      figures=drawn.figures if drawn else [], missing=why,
