@@ -10,6 +10,7 @@ the time left; then with stderr on a pipe: no progress at all, and the
 same tables on stdout.  And `bench barrier`, whose cells the bench
 iterates itself.
 """
+
 import os
 import re
 import subprocess
@@ -37,14 +38,28 @@ def run_tty(cmd):
 
 def main():
     baton = sys.argv[1]
-    micro = [baton, "bench", "micro", "--locks", "tas,pthread", "--threads", "1,2", "--duration",
-             "0.4", "--repeat", "1"]
+    micro = [
+        baton,
+        "bench",
+        "micro",
+        "--locks",
+        "tas,pthread",
+        "--threads",
+        "1,2",
+        "--duration",
+        "0.4",
+        "--repeat",
+        "1",
+    ]
     rc, out, err = run_tty(micro)
     fails = []
     if rc != 0:
         fails.append(f"micro exited {rc}")
-    for want in (r"\[cell 1 of 2, ", r"\[cell 2 of 2, [^\]]*left\] micro S=1 P=0 L=0 locks=1 hogs=0 N=2",
-                 r": 1/2 tas"):
+    for want in (
+        r"\[cell 1 of 2, ",
+        r"\[cell 2 of 2, [^\]]*left\] micro S=1 P=0 L=0 locks=1 hogs=0 N=2",
+        r": 1/2 tas",
+    ):
         if not re.search(want, err):
             fails.append(f"micro, stderr a terminal: no /{want}/ in {err!r}")
     if "\r" not in err or "\033[K" not in err:
@@ -55,8 +70,21 @@ def main():
     if p.stdout.count("rank") != out.count("rank") or p.stdout.count("rank") != 2:
         fails.append("micro: the tables differ with and without a terminal")
 
-    barrier = [baton, "bench", "barrier", "--barriers", "central,twolevel", "--threads", "2",
-               "--work-ns", "0,1000", "--episodes", "200", "--time-box", "0.05"]
+    barrier = [
+        baton,
+        "bench",
+        "barrier",
+        "--barriers",
+        "central,twolevel",
+        "--threads",
+        "2",
+        "--work-ns",
+        "0,1000",
+        "--episodes",
+        "200",
+        "--time-box",
+        "0.05",
+    ]
     rc, out, err = run_tty(barrier)
     if not re.search(r"\[cell 2 of 2, [^\]]*\] barrier W=1000 ns N=2", err):
         fails.append(f"barrier, stderr a terminal: no cell 2 of 2 in {err!r}")

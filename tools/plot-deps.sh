@@ -46,7 +46,8 @@ if ! command -v "$python" >/dev/null || ! "$python" -c 'import venv, ensurepip' 
     { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
         python3 python3-venv >/dev/null; } 2>&1 | tail -5 >&2
   fi
-  command -v "$python" >/dev/null || fail "no $python to make the virtual environment with (install python3)"
+  command -v "$python" >/dev/null ||
+    fail "no $python to make the virtual environment with (install python3)"
   "$python" -c 'import venv, ensurepip' 2>/dev/null ||
     fail "$python has no venv module with ensurepip (install python3-venv)"
 fi
@@ -73,9 +74,11 @@ fi
 if ! "$venv/bin/python3" -m pip install --disable-pip-version-check --no-input -q \
      --only-binary :all: -r "$req" >"$log" 2>&1; then
   rm -rf "$venv"
-  fail "pip could not install the plotting requirements (is PyPI reachable?): $(tail -3 "$log" | tr '\n' ' ')"
+  fail "pip could not install the plotting requirements (is PyPI reachable?):" \
+    "$(tail -3 "$log" | tr '\n' ' ')"
 fi
-if ! "$venv/bin/python3" -c 'import matplotlib; matplotlib.use("Agg"); import matplotlib.pyplot' >"$log" 2>&1; then
+if ! "$venv/bin/python3" -c 'import matplotlib; matplotlib.use("Agg"); import matplotlib.pyplot' \
+     >"$log" 2>&1; then
   rm -rf "$venv"
   fail "matplotlib does not import after installing: $(tail -3 "$log" | tr '\n' ' ')"
 fi

@@ -20,6 +20,7 @@ FIXTURE... -o DIR --report-json --report`, and then checks:
   - the report embeds every figure byte for byte as a data URI and loads
     nothing from outside.
 """
+
 import argparse
 import base64
 import json
@@ -47,12 +48,12 @@ def png_chunks(data):
         raise Fail("not a PNG (bad signature)")
     pos, out = 8, []
     while pos + 8 <= len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
+        n, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + n]
         if len(body) != n:
             raise Fail("truncated PNG chunk")
-        crc = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0]
-        if zlib.crc32(kind + body) & 0xffffffff != crc:
+        crc = struct.unpack(">I", data[pos + 8 + n : pos + 12 + n])[0]
+        if zlib.crc32(kind + body) & 0xFFFFFFFF != crc:
             raise Fail(f"bad CRC in PNG chunk {kind!r}")
         out.append((kind, body))
         pos += 12 + n
@@ -69,7 +70,9 @@ def png_pixels(data):
         raise Fail("PNG: IHDR is not the first chunk")
     w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
     if depth != 8 or ctype not in (2, 6) or interlace:
-        raise Fail(f"PNG: unexpected format (depth {depth}, colour type {ctype}, interlace {interlace})")
+        raise Fail(
+            f"PNG: unexpected format (depth {depth}, colour type {ctype}, interlace {interlace})"
+        )
     bpp = 4 if ctype == 6 else 3
     raw = zlib.decompress(b"".join(b for k, b in chunks if k == b"IDAT"))
     stride = w * bpp
@@ -78,7 +81,7 @@ def png_pixels(data):
     rows, prev = [], bytearray(stride)
     for y in range(h):
         f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b = prev[i]
@@ -95,7 +98,11 @@ def png_pixels(data):
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
             elif f != 0:
                 raise Fail(f"PNG: unknown filter {f}")
-        rows.append(bytes(line) if bpp == 3 else bytes(v for x in range(w) for v in line[x * 4:x * 4 + 3]))
+        rows.append(
+            bytes(line)
+            if bpp == 3
+            else bytes(v for x in range(w) for v in line[x * 4 : x * 4 + 3])
+        )
         prev = line
     return w, h, rows
 
@@ -111,7 +118,7 @@ def pixels_pillow(path, w, h):
         if im.size != (w, h):
             raise Fail(f"{path}: Pillow reads {im.size}, IHDR says {w}x{h}")
         data = im.convert("RGB").tobytes()
-    return [data[y * w * 3:(y + 1) * w * 3] for y in range(h)]
+    return [data[y * w * 3 : (y + 1) * w * 3] for y in range(h)]
 
 
 def check_png(path, nseries):
@@ -130,7 +137,7 @@ def check_png(path, nseries):
     ink, colours = 0, set()
     for row in rows[::2]:
         for x in range(0, w * 3, 6):
-            px = row[x:x + 3]
+            px = row[x : x + 3]
             if px != bg:
                 ink += 1
                 colours.add((px[0] >> 3, px[1] >> 3, px[2] >> 3))
@@ -158,16 +165,21 @@ def expected(kind, recs, panel):
     """The series a panel must hold, from the records a figure selects,
     and how many points each (None: not counted)."""
     if kind in ("micro", "pq", "rw"):
-        return {r["lock"] for r in recs}, {lk: sum(1 for r in recs if r["lock"] == lk and ok_rate(r))
-                                          for lk in {r["lock"] for r in recs}}
+        return {r["lock"] for r in recs}, {
+            lk: sum(1 for r in recs if r["lock"] == lk and ok_rate(r))
+            for lk in {r["lock"] for r in recs}
+        }
     if kind == "barrier":
         return {r["barrier"] for r in recs}, None
     if kind == "wake":
         return {r["policy"] for r in recs}, None
     if kind == "server":
         if panel == "messages":
-            return {r["lock"] for r in recs if server_kind(r["lock"]) and
-                    r.get("messages_per_op") is not None}, None
+            return {
+                r["lock"]
+                for r in recs
+                if server_kind(r["lock"]) and r.get("messages_per_op") is not None
+            }, None
         return {r["lock"] for r in recs}, None
     if kind == "elide":
         if panel in ("outcomes", "aborts"):
@@ -206,7 +218,9 @@ def check_series(fixtures, report):
             continue
         covered = set()
         for f in mine:
-            sel = [i for i, r in enumerate(recs) if all(r.get(k) == v for k, v in f["where"].items())]
+            sel = [
+                i for i, r in enumerate(recs) if all(r.get(k) == v for k, v in f["where"].items())
+            ]
             if not sel:
                 raise Fail(f"{f['file']}: selects no record ({f['where']})")
             covered.update(sel)
@@ -216,8 +230,10 @@ def check_series(fixtures, report):
                 if len(got) != len(set(got)):
                     raise Fail(f"{f['file']} {p['name']}: a series drawn twice")
                 if set(got) != want:
-                    raise Fail(f"{f['file']} panel {p['name']}: series {sorted(got)} != the fixture's "
-                               f"{sorted(want)}")
+                    raise Fail(
+                        f"{f['file']} panel {p['name']}: series {sorted(got)} != the fixture's "
+                        f"{sorted(want)}"
+                    )
                 if points is not None and f.get("points") != points:
                     raise Fail(f"{f['file']}: points per series {f.get('points')} != {points}")
         if len(covered) != len(recs):
@@ -242,16 +258,21 @@ def check_report(html_path, report):
 
 def has_matplotlib(venv):
     py = os.path.join(venv, "bin", "python3")
-    return os.path.exists(py) and subprocess.run([py, "-c", "import matplotlib"],
-                                                 capture_output=True).returncode == 0
+    return (
+        os.path.exists(py)
+        and subprocess.run([py, "-c", "import matplotlib"], capture_output=True).returncode == 0
+    )
 
 
 def run(args):
     if not has_matplotlib(args.venv):
         r = subprocess.run([args.deps, args.venv])
         if r.returncode != 0 or not has_matplotlib(args.venv):
-            print(f"check_plot: skipped: the plotting environment cannot be made ({args.deps} "
-                  f"{args.venv} failed)", file=sys.stderr)
+            print(
+                f"check_plot: skipped: the plotting environment cannot be made ({args.deps} "
+                f"{args.venv} failed)",
+                file=sys.stderr,
+            )
             return SKIP
     venv_python = os.path.join(args.venv, "bin", "python3")
     if os.environ.get("CHECK_PLOT_IN_VENV") != "1":
@@ -263,7 +284,17 @@ def run(args):
     html = os.path.join(args.out, "report.html")
     env = dict(os.environ)
     env.pop("BATON_PYTHON", None)  # the build tree's environment, found by baton itself
-    cmd = [args.baton, "plot", *args.fixtures, "-o", args.out, "--report-json", rj, "--report", html]
+    cmd = [
+        args.baton,
+        "plot",
+        *args.fixtures,
+        "-o",
+        args.out,
+        "--report-json",
+        rj,
+        "--report",
+        html,
+    ]
     r = subprocess.run(cmd, env=env)
     if r.returncode != 0:
         raise Fail(f"{' '.join(cmd)} exited {r.returncode}")
@@ -286,13 +317,26 @@ def self_test():
     """The checks above must be able to fail."""
     caught = 0
     with tempfile.TemporaryDirectory(prefix="pl-self-") as d:
+
         def png(path, w, h, pixel):
             raw = b"".join(b"\0" + pixel(y) * w for y in range(h))
+
             def chunk(k, b):
-                return struct.pack(">I", len(b)) + k + b + struct.pack(">I", zlib.crc32(k + b) & 0xffffffff)
+                return (
+                    struct.pack(">I", len(b))
+                    + k
+                    + b
+                    + struct.pack(">I", zlib.crc32(k + b) & 0xFFFFFFFF)
+                )
+
             with open(path, "wb") as f:
-                f.write(PNG_SIG + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
-                        chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+                f.write(
+                    PNG_SIG
+                    + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                    + chunk(b"IDAT", zlib.compress(raw))
+                    + chunk(b"IEND", b"")
+                )
+
         blank = os.path.join(d, "blank.png")
         png(blank, 400, 300, lambda y: b"\xff\xff\xff")
         striped = os.path.join(d, "striped.png")
@@ -308,18 +352,36 @@ def self_test():
             data = f.read()
         broken = os.path.join(d, "broken.png")
         with open(broken, "wb") as f:
-            f.write(data[:len(data) // 2])
+            f.write(data[: len(data) // 2])
         try:
             check_png(broken, 3)
         except Fail as e:
             print(f"caught truncated PNG: {e}")
             caught += 1
-        recs = [{"bench": "micro", "lock": lk, "threads": 2, "shared_lines": 1, "ops_per_s": 1e6,
-                 "status": "ok", "verified": True} for lk in ("mcs", "pthread")]
+        recs = [
+            {
+                "bench": "micro",
+                "lock": lk,
+                "threads": 2,
+                "shared_lines": 1,
+                "ops_per_s": 1e6,
+                "status": "ok",
+                "verified": True,
+            }
+            for lk in ("mcs", "pthread")
+        ]
         fx = [("f.json", {"results": recs})]
-        good = {"figures": [{"file": striped, "source": "f.json", "where": {"shared_lines": 1},
-                             "points": {"mcs": 1, "pthread": 1},
-                             "panels": [{"name": "throughput", "series": ["mcs", "pthread"]}]}]}
+        good = {
+            "figures": [
+                {
+                    "file": striped,
+                    "source": "f.json",
+                    "where": {"shared_lines": 1},
+                    "points": {"mcs": 1, "pthread": 1},
+                    "panels": [{"name": "throughput", "series": ["mcs", "pthread"]}],
+                }
+            ]
+        }
         check_series(fx, good)  # must pass
         bad = json.loads(json.dumps(good))
         bad["figures"][0]["panels"][0]["series"] = ["mcs"]

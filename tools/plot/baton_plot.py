@@ -26,6 +26,7 @@ Needs matplotlib (tools/plot-deps.sh installs it into a virtual
 environment).  Without it, --report still writes the page, saying that the
 figures are missing and why, and the exit status is 3.
 """
+
 import argparse
 import json
 import os
@@ -41,15 +42,24 @@ EXIT_NO_MATPLOTLIB = 3
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="baton plot", description="figures from baton bench JSON")
-    p.add_argument("files", nargs="*", metavar="FILE.json", help="JSON written by baton bench --json")
+    p.add_argument(
+        "files", nargs="*", metavar="FILE.json", help="JSON written by baton bench --json"
+    )
     p.add_argument("-o", "--output", metavar="DIR", help="where the figures go (created)")
     p.add_argument("--format", choices=("png", "svg"), default="png")
     p.add_argument("--report", metavar="FILE.html", help="write a self-contained HTML report")
     p.add_argument("--title", default="baton benchmark report")
-    p.add_argument("--text", action="append", default=[], metavar="FILE.txt",
-                   help="a bench's text output, shown in the report (repeatable)")
+    p.add_argument(
+        "--text",
+        action="append",
+        default=[],
+        metavar="FILE.txt",
+        help="a bench's text output, shown in the report (repeatable)",
+    )
     p.add_argument("--info", metavar="FILE.txt", help="`baton info` output, for the report")
-    p.add_argument("--machine", metavar="FILE.json", help="`baton info --json` output, for the report")
+    p.add_argument(
+        "--machine", metavar="FILE.json", help="`baton info --json` output, for the report"
+    )
     p.add_argument("--report-json", metavar="FILE", help="list what each figure drew, as JSON")
     a = p.parse_args(argv)
     if not a.files and not a.report:
@@ -79,6 +89,7 @@ def no_matplotlib_reason():
     """Why matplotlib cannot be used here, or None when it can."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot  # noqa: F401
     except Exception as e:  # ImportError, or a broken install
@@ -97,6 +108,7 @@ def no_matplotlib_reason():
 def draw(args, inputs):
     """Draw every figure; returns common.Drawn."""
     import matplotlib
+
     matplotlib.use("Agg")
     import common
     import fig_barrier
@@ -110,6 +122,19 @@ def draw(args, inputs):
     os.makedirs(args.output, exist_ok=True)
     drawn = common.Drawn(args.output, args.format)
     styles = common.Styles()
+    # Every name of every file first, in one order: a lock keeps its style
+    # from figure to figure, whichever file it first appears in.
+    names = set()
+    for _, data, kind in inputs:
+        for r in data["results"]:
+            if kind == "wake":
+                names.add("wait:" + r.get("policy", "?"))
+            elif kind == "barrier":
+                names.add(r.get("barrier", "?"))
+            elif kind != "matrix":
+                names.add(r.get("lock", "?"))
+    for n in sorted(names, key=common.kind_sort_key):
+        styles.get(n)
     for path, data, kind in inputs:
         recs = data["results"]
         if kind in fig_throughput.PARAMS:
@@ -141,7 +166,9 @@ def main(argv):
             return 2
         kind = kind_of(data)
         if kind is None:
-            print(f"baton plot: {path}: not the JSON of a baton bench (no results)", file=sys.stderr)
+            print(
+                f"baton plot: {path}: not the JSON of a baton bench (no results)", file=sys.stderr
+            )
             return 2
         inputs.append((path, data, kind))
 
@@ -158,12 +185,26 @@ def main(argv):
 
     if args.report_json and drawn is not None:
         with open(args.report_json, "w") as f:
-            json.dump({"plotter": os.path.abspath(__file__), "figures": drawn.figures,
-                       "notes": drawn.notes}, f, indent=1)
+            json.dump(
+                {
+                    "plotter": os.path.abspath(__file__),
+                    "figures": drawn.figures,
+                    "notes": drawn.notes,
+                },
+                f,
+                indent=1,
+            )
     if args.report:
-        report.write(args.report, title=args.title, inputs=inputs,
-                     figures=drawn.figures if drawn else [], missing=why,
-                     texts=args.text, info=args.info, machine=args.machine)
+        report.write(
+            args.report,
+            title=args.title,
+            inputs=inputs,
+            figures=drawn.figures if drawn else [],
+            missing=why,
+            texts=args.text,
+            info=args.info,
+            machine=args.machine,
+        )
         print(f"baton plot: wrote {args.report}")
     return status
 

@@ -2,6 +2,7 @@
 microseconds per episode, against the threads N, one figure per amount of
 work W between episodes, one series per barrier.
 """
+
 import common
 
 
@@ -28,8 +29,14 @@ def plot_w(data, recs, w, source, drawn, styles, cpus):
         good = [r for r in mine if ok(r)]
         skipped += [f"{n} N={r['threads']} ({r.get('status')})" for r in mine if not ok(r)]
         s = styles.get(n)
-        kw = dict(color=s["color"], marker=s["marker"], linestyle=s["linestyle"],
-                  linewidth=s.get("linewidth", common.LINE), zorder=s.get("zorder", 2))
+        kw = dict(
+            color=s["color"],
+            marker=s["marker"],
+            markersize=s["markersize"],
+            linestyle=s["linestyle"],
+            linewidth=s.get("linewidth", common.LINE),
+            zorder=s.get("zorder", 2),
+        )
         xs = [r["threads"] for r in good]
         ys = [r["us_per_episode"] for r in good]
         cs = [r.get("cpu_us_per_episode") for r in good]
@@ -59,9 +66,25 @@ def plot_w(data, recs, w, source, drawn, styles, cpus):
     fig.suptitle(title + (f"\n{sub}" if sub else ""), fontsize=9.5)
     common.legend_below(fig, handles, labels, ncol)
     if skipped:
-        ax_c.text(1.0, 1.0, "not drawn: " + ", ".join(skipped[:4]) +
-                  (f" and {len(skipped) - 4} more" if len(skipped) > 4 else ""),
-                  transform=ax_c.transAxes, ha="right", va="bottom", fontsize=6, color="#666666")
-    drawn.save(fig, f"barrier_W{w}", "barrier", source, {"work_ns": w},
-               [{"name": "latency", "series": names}, {"name": "cpu", "series": names}], title,
-               {"points": points})
+        ax_c.text(
+            1.0,
+            1.0,
+            "not drawn: "
+            + ", ".join(skipped[:4])
+            + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else ""),
+            transform=ax_c.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=6,
+            color="#666666",
+        )
+    drawn.save(
+        fig,
+        f"barrier_W{w}",
+        "barrier",
+        source,
+        {"work_ns": w},
+        [{"name": "latency", "series": names}, {"name": "cpu", "series": names}],
+        title,
+        {"points": points},
+    )

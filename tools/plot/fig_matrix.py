@@ -4,6 +4,7 @@ per cell family and parameters, one column per thread count, on a
 diverging colour map centred on 1.0 (blue: the default wins; red: it
 loses).  The number in each square is the ratio.
 """
+
 import math
 
 import matplotlib.pyplot as plt
@@ -11,7 +12,12 @@ from matplotlib.colors import TwoSlopeNorm
 
 # The parameters that name a row, per family, in this order.
 ROW_KEYS = {
-    "micro": [("shared_lines", "S"), ("local_work", "L"), ("lock_count", "locks"), ("hogs", "hogs")],
+    "micro": [
+        ("shared_lines", "S"),
+        ("local_work", "L"),
+        ("lock_count", "locks"),
+        ("hogs", "hogs"),
+    ],
     "pq": [("local_work", "L")],
     "elide": [("mix_get", "get%")],
     "server": [("workload", ""), ("interval_cycles", "I")],
@@ -32,8 +38,13 @@ def row_label(r):
 def row_key(r):
     fam = r.get("bench", "?")
     order = FAMILIES.index(fam) if fam in FAMILIES else len(FAMILIES)
-    return (order, tuple(str(r.get(k, "")) if isinstance(r.get(k), str) else (r.get(k) or 0)
-                         for k, _ in ROW_KEYS.get(fam, [])))
+    return (
+        order,
+        tuple(
+            str(r.get(k, "")) if isinstance(r.get(k), str) else (r.get(k) or 0)
+            for k, _ in ROW_KEYS.get(fam, [])
+        ),
+    )
 
 
 def plot(data, records, source, drawn):
@@ -63,9 +74,11 @@ def plot(data, records, source, drawn):
     hi = max(finite + [2.0])
     # Symmetric in log: as far below 1 as above it.
     span = max(math.log2(hi), -math.log2(max(lo, 1e-3)), 1.0)
-    norm = TwoSlopeNorm(vmin=2 ** -span, vcenter=1.0, vmax=2 ** span)
-    shown = [[(2 ** span if v == math.inf else (v if math.isfinite(v) else math.nan)) for v in row]
-             for row in grid]
+    norm = TwoSlopeNorm(vmin=2**-span, vcenter=1.0, vmax=2**span)
+    shown = [
+        [(2**span if v == math.inf else (v if math.isfinite(v) else math.nan)) for v in row]
+        for row in grid
+    ]
 
     fig_h = 1.6 + 0.24 * nr
     fig, ax = plt.subplots(figsize=(2.6 + 0.75 * nc, fig_h), layout="constrained")
@@ -79,8 +92,16 @@ def plot(data, records, source, drawn):
             v = shown[i][j]
             dark = math.isfinite(v) and abs(math.log2(max(v, 1e-9))) > span * 0.55
             weight = "bold" if math.isfinite(grid[i][j]) and grid[i][j] < 0.95 else "normal"
-            ax.text(j, i, text[i][j], ha="center", va="center", fontsize=6.5,
-                    color="white" if dark else "black", fontweight=weight)
+            ax.text(
+                j,
+                i,
+                text[i][j],
+                ha="center",
+                va="center",
+                fontsize=6.5,
+                color="white" if dark else "black",
+                fontweight=weight,
+            )
     ax.set_xticks(range(nc))
     ax.set_xticklabels([str(t) for t in threads])
     ax.set_xlabel("threads")
@@ -96,7 +117,7 @@ def plot(data, records, source, drawn):
         if prev is not None and fam != prev:
             ax.axhline(i - 0.5, color="black", linewidth=0.8)
         prev = fam
-    ticks = [2 ** k for k in range(-int(span), int(span) + 1)]
+    ticks = [2**k for k in range(-int(span), int(span) + 1)]
     cb = fig.colorbar(im, ax=ax, shrink=min(1.0, 6 / max(nr, 1) + 0.3), ticks=ticks, pad=0.02)
     cb.ax.set_yticklabels([f"{t:g}x" for t in ticks])
     cb.set_label("default / fastest reference (>1: default faster)")
@@ -106,13 +127,37 @@ def plot(data, records, source, drawn):
         summary = f"; {won} won, {near} within 5%, {lost} lost (bold: < 0.95)"
     title = f"matrix: does the default lock ever lose? (plan {data.get('plan', '?')}{summary})"
     m = data.get("machine") or {}
-    sub = ", ".join(x for x in [m.get("cpu_model"), f"{m.get('cpus')} CPUs" if m.get("cpus") else None,
-                                (m.get("date") or "")[:10]] if x)
+    sub = ", ".join(
+        x
+        for x in [
+            m.get("cpu_model"),
+            f"{m.get('cpus')} CPUs" if m.get("cpus") else None,
+            (m.get("date") or "")[:10],
+        ]
+        if x
+    )
     ax.set_title(title + (f"\n{sub}" if sub else ""), fontsize=8.5)
-    ratios = {f"{lab} N={threads[j]}": grid[i][j] for i, lab in enumerate(labels)
-              for j in range(nc) if text[i][j]}
-    drawn.save(fig, f"matrix_{data.get('plan', 'cells')}", "matrix", source, {},
-               [{"name": "ratio", "series": ["default"]}], title,
-               {"cells": cells, "rows": labels, "threads": threads,
-                "ratios": {k: (None if not math.isfinite(v) else round(v, 4)) for k, v in ratios.items()},
-                "norm_center": 1.0})
+    ratios = {
+        f"{lab} N={threads[j]}": grid[i][j]
+        for i, lab in enumerate(labels)
+        for j in range(nc)
+        if text[i][j]
+    }
+    drawn.save(
+        fig,
+        f"matrix_{data.get('plan', 'cells')}",
+        "matrix",
+        source,
+        {},
+        [{"name": "ratio", "series": ["default"]}],
+        title,
+        {
+            "cells": cells,
+            "rows": labels,
+            "threads": threads,
+            "ratios": {
+                k: (None if not math.isfinite(v) else round(v, 4)) for k, v in ratios.items()
+            },
+            "norm_center": 1.0,
+        },
+    )

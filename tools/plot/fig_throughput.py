@@ -2,6 +2,7 @@
 parameters (all but the thread count), throughput, fairness and CPU cost
 against the threads, one series per lock.
 """
+
 import matplotlib.pyplot as plt
 
 import common
@@ -13,10 +14,26 @@ PARAMS = {
     "pq": ["local_work", "prefill", "nd"],
     "rw": ["reads_pct", "local_work"],
 }
-SHORT = {"shared_lines": "S", "private_lines": "P", "local_work": "L", "lock_count": "locks",
-         "hogs": "hogs", "reads_pct": "reads%", "prefill": "prefill", "nd": "nd"}
-FILE_KEY = {"shared_lines": "S", "private_lines": "P", "local_work": "L", "lock_count": "C",
-            "hogs": "H", "reads_pct": "R", "prefill": "n", "nd": "nd"}
+SHORT = {
+    "shared_lines": "S",
+    "private_lines": "P",
+    "local_work": "L",
+    "lock_count": "locks",
+    "hogs": "hogs",
+    "reads_pct": "reads%",
+    "prefill": "prefill",
+    "nd": "nd",
+}
+FILE_KEY = {
+    "shared_lines": "S",
+    "private_lines": "P",
+    "local_work": "L",
+    "lock_count": "C",
+    "hogs": "H",
+    "reads_pct": "R",
+    "prefill": "n",
+    "nd": "nd",
+}
 WHAT = {
     "micro": "lock micro-benchmark",
     "pq": "priority queue, 50% insert / 50% extract_min",
@@ -73,7 +90,9 @@ def plot_cell(data, recs, bench, source, params, drawn, styles, cpus):
     for lock in locks:
         mine = sorted((r for r in recs if r["lock"] == lock), key=lambda r: r["threads"])
         ok = [r for r in mine if drawable(r)]
-        skipped += [f"{lock} N={r['threads']} ({r.get('status', '?')})" for r in mine if not drawable(r)]
+        skipped += [
+            f"{lock} N={r['threads']} ({r.get('status', '?')})" for r in mine if not drawable(r)
+        ]
         s = styles.get(lock)
         xs = [r["threads"] for r in ok]
         t = [r["ops_per_s"] / 1e6 for r in ok]
@@ -81,10 +100,18 @@ def plot_cell(data, recs, bench, source, params, drawn, styles, cpus):
         c = [r.get("cpu_s_per_mop") for r in ok]
         tput += t
         cpu += [v for v in c if v]
-        kw = dict(color=s["color"], marker=s["marker"], linestyle=s["linestyle"],
-                  linewidth=s.get("linewidth", common.LINE), zorder=s.get("zorder", 2))
+        kw = dict(
+            color=s["color"],
+            marker=s["marker"],
+            markersize=s["markersize"],
+            linestyle=s["linestyle"],
+            linewidth=s.get("linewidth", common.LINE),
+            zorder=s.get("zorder", 2),
+        )
         ax_t.plot(xs, t, **kw)
-        ax_f.plot([x for x, v in zip(xs, f) if v is not None], [v for v in f if v is not None], **kw)
+        ax_f.plot(
+            [x for x, v in zip(xs, f) if v is not None], [v for v in f if v is not None], **kw
+        )
         ax_c.plot([x for x, v in zip(xs, c) if v], [v for v in c if v], **kw)
         panels["throughput"].append(lock)
         panels["fairness"].append(lock)
@@ -99,8 +126,15 @@ def plot_cell(data, recs, bench, source, params, drawn, styles, cpus):
     labels = [lk if points[lk] else f"{lk} (no result)" for lk in locks]
     if lim:
         xs = sorted(lim)
-        ax_t.plot(xs, [lim[x] for x in xs], color="black", linestyle=":", linewidth=1.2, marker="",
-                  zorder=1)
+        ax_t.plot(
+            xs,
+            [lim[x] for x in xs],
+            color="black",
+            linestyle=":",
+            linewidth=1.2,
+            marker="",
+            zorder=1,
+        )
         handles.append(plt.Line2D([], [], color="black", linestyle=":", linewidth=1.2))
         labels.append("physical limit")
         tput += [lim[x] for x in xs]
@@ -121,11 +155,25 @@ def plot_cell(data, recs, bench, source, params, drawn, styles, cpus):
     fig.suptitle(title + (f"\n{sub}" if sub else ""), fontsize=9.5)
     common.legend_below(fig, handles, labels, ncol)
     if skipped:
-        ax_c.text(1.0, -0.3, "not drawn (no result): " + ", ".join(skipped[:6]) +
-                 (f" and {len(skipped) - 6} more" if len(skipped) > 6 else ""),
-                  transform=ax_c.transAxes, ha="right", va="top", fontsize=6, color="#666666")
-    name = bench + "_" + "_".join(f"{FILE_KEY.get(k, k)}{int(v) if isinstance(v, bool) else v}"
-                                  for k, v in params)
+        ax_c.text(
+            1.0,
+            -0.3,
+            "not drawn (no result): "
+            + ", ".join(skipped[:6])
+            + (f" and {len(skipped) - 6} more" if len(skipped) > 6 else ""),
+            transform=ax_c.transAxes,
+            ha="right",
+            va="top",
+            fontsize=6,
+            color="#666666",
+        )
+    name = (
+        bench
+        + "_"
+        + "_".join(
+            f"{FILE_KEY.get(k, k)}{int(v) if isinstance(v, bool) else v}" for k, v in params
+        )
+    )
     where = {k: v for k, v in params}
     panel_list = [{"name": p, "series": panels[p]} for p in ("throughput", "fairness", "cpu")]
     drawn.save(fig, name, bench, source, where, panel_list, title, {"points": points})

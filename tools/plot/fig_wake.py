@@ -4,6 +4,7 @@ the best pure strategy's cost, min(spin, park), and the 2-competitive
 bound (twice it) that spinpark must stay under; one figure with and one
 without every CPU busy.
 """
+
 import common
 
 TARGETS = {"spinpark": 2.0, "monitor": 1.2}
@@ -32,10 +33,18 @@ def plot_mode(data, recs, over, source, drawn, styles):
     for p in pols:
         mine = sorted((r for r in recs if r["policy"] == p and ok(r)), key=lambda r: r["delay_ns"])
         s = styles.get("wait:" + p)
-        kw = dict(color=s["color"], marker=s["marker"], linestyle="-", linewidth=common.LINE + 0.3)
+        kw = dict(
+            color=s["color"],
+            marker=s["marker"],
+            markersize=s["markersize"],
+            linestyle="-",
+            linewidth=common.LINE + 0.3,
+        )
         xs = [r["delay_ns"] / 1e3 for r in mine]
         ax.plot(xs, [r["cost_us"] for r in mine], **kw)
-        rat = [(r["delay_ns"] / 1e3, r["cost_us"] / r["bound_us"]) for r in mine if r.get("bound_us")]
+        rat = [
+            (r["delay_ns"] / 1e3, r["cost_us"] / r["bound_us"]) for r in mine if r.get("bound_us")
+        ]
         ax_r.plot([x for x, _ in rat], [y for _, y in rat], **kw)
         points[p] = len(mine)
     bound = {}
@@ -47,7 +56,9 @@ def plot_mode(data, recs, over, source, drawn, styles):
         b = [bound[x] for x in xs]
         ax.plot(xs, b, color="black", linewidth=1.6, zorder=6)
         ax.plot(xs, [2 * v for v in b], color="black", linewidth=1.2, linestyle="--", zorder=6)
-        ax.fill_between(xs, b, [2 * v for v in b], color="#bbbbbb", alpha=0.35, zorder=0, linewidth=0)
+        ax.fill_between(
+            xs, b, [2 * v for v in b], color="#bbbbbb", alpha=0.35, zorder=0, linewidth=0
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("delay before the wake-up (µs)")
@@ -59,8 +70,16 @@ def plot_mode(data, recs, over, source, drawn, styles):
     ax_r.axhspan(1.0, 2.0, color="#bbbbbb", alpha=0.35, zorder=0, linewidth=0)
     if "monitor" in pols:
         ax_r.axhline(1.2, color="#555555", linewidth=0.9, linestyle=":", zorder=1)
-        ax_r.text(1.0, 1.2, " monitor target 1.2x", transform=ax_r.get_yaxis_transform(),
-                  fontsize=6.5, va="bottom", ha="right", color="#555555")
+        ax_r.text(
+            1.0,
+            1.2,
+            " monitor target 1.2x",
+            transform=ax_r.get_yaxis_transform(),
+            fontsize=6.5,
+            va="bottom",
+            ha="right",
+            color="#555555",
+        )
     ratios = [ln.get_ydata() for ln in ax_r.get_lines()]
     top = max([max(y) for y in ratios if len(y)] + [2.5])
     if top > 20:
@@ -71,15 +90,25 @@ def plot_mode(data, recs, over, source, drawn, styles):
     ax_r.set_ylabel("cost / min(spin, park)")
     ax_r.set_title("competitive ratio (spinpark must stay under 2)")
     handles = common.series_handles(styles, ["wait:" + p for p in pols])
-    handles += [common.Line2D([], [], color="black", linewidth=1.6),
-                common.Line2D([], [], color="black", linewidth=1.2, linestyle="--")]
-    title = ("wake: a waiter's cost against the delay, " +
-             ("oversubscribed (a busy thread on every CPU but the signaller's)" if over
-              else "not oversubscribed"))
+    handles += [
+        common.Line2D([], [], color="black", linewidth=1.6),
+        common.Line2D([], [], color="black", linewidth=1.2, linestyle="--"),
+    ]
+    title = "wake: a waiter's cost against the delay, " + (
+        "oversubscribed (a busy thread on every CPU but the signaller's)"
+        if over
+        else "not oversubscribed"
+    )
     sub = common.machine_line(data)
     fig.suptitle(title + (f"\n{sub}" if sub else ""), fontsize=9.5)
     common.legend_below(fig, handles, labels, ncol)
-    drawn.save(fig, "wake_" + ("oversubscribed" if over else "idle"), "wake", source,
-               {"oversubscribed": over},
-               [{"name": "cost", "series": pols}, {"name": "ratio", "series": pols}], title,
-               {"points": points})
+    drawn.save(
+        fig,
+        "wake_" + ("oversubscribed" if over else "idle"),
+        "wake",
+        source,
+        {"oversubscribed": over},
+        [{"name": "cost", "series": pols}, {"name": "ratio", "series": pols}],
+        title,
+        {"points": points},
+    )

@@ -3,6 +3,7 @@ bench`): one self-contained page, every image embedded as a data URI, no
 script, no external style sheet or font.  Standard library only, so that
 the page is written, saying why, when matplotlib is missing.
 """
+
 import base64
 import datetime
 import html
@@ -10,7 +11,7 @@ import json
 import os
 
 CSS = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto;
        max-width: 1100px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 h3 { margin-top: 1.5em; }
@@ -28,18 +29,42 @@ details { margin: 0.6em 0; } summary { cursor: pointer; color: #1f4f8f; }
 MIME = {".png": "image/png", ".svg": "image/svg+xml"}
 
 # Machine facts shown first, in this order, where present.
-MACHINE_KEYS = [("cpu_model", "CPU"), ("cpus", "CPUs"), ("cores", "cores"), ("packages", "packages"),
-                ("numa_nodes", "NUMA nodes"), ("smt_per_core", "threads per core"),
-                ("cacheline", "cache line (bytes)"), ("kernel", "kernel"), ("compiler", "compiler"),
-                ("hostname", "host"), ("date", "date"), ("elide", "lock elision"),
-                ("monitor_hw", "monitor"), ("line_rtt_ns", "line round trip (ns)"),
-                ("futex_wake_ns", "futex wake (ns)"), ("park_cost_ns", "park cost (ns)"),
-                ("spin_budget_ns", "spin budget (ns)"), ("tsc_ghz", "TSC (GHz)")]
+MACHINE_KEYS = [
+    ("cpu_model", "CPU"),
+    ("cpus", "CPUs"),
+    ("cores", "cores"),
+    ("packages", "packages"),
+    ("numa_nodes", "NUMA nodes"),
+    ("smt_per_core", "threads per core"),
+    ("cacheline", "cache line (bytes)"),
+    ("kernel", "kernel"),
+    ("compiler", "compiler"),
+    ("hostname", "host"),
+    ("date", "date"),
+    ("elide", "lock elision"),
+    ("monitor_hw", "monitor"),
+    ("line_rtt_ns", "line round trip (ns)"),
+    ("futex_wake_ns", "futex wake (ns)"),
+    ("park_cost_ns", "park cost (ns)"),
+    ("spin_budget_ns", "spin budget (ns)"),
+    ("tsc_ghz", "TSC (GHz)"),
+]
 
 # Columns of the per-file record tables: the keys first seen that hold a
 # number, a string or a boolean, minus these (arrays and long detail).
-SKIP_KEYS = {"runs_ops_per_s", "message", "bench", "target_duration_s", "duration_s", "ops",
-             "min_thread_ops", "max_thread_ops", "cpu_s", "edp", "edp_ref"}
+SKIP_KEYS = {
+    "runs_ops_per_s",
+    "message",
+    "bench",
+    "target_duration_s",
+    "duration_s",
+    "ops",
+    "min_thread_ops",
+    "max_thread_ops",
+    "cpu_s",
+    "edp",
+    "edp_ref",
+}
 
 
 def esc(s):
@@ -128,7 +153,9 @@ def machine_table(m):
     rows = []
     for k, label in MACHINE_KEYS:
         if k in m and m[k] not in (None, "", -1):
-            rows.append(f'<tr><th class="t">{esc(label)}</th><td class="t">{esc(fmt(m[k]))}</td></tr>')
+            rows.append(
+                f'<tr><th class="t">{esc(label)}</th><td class="t">{esc(fmt(m[k]))}</td></tr>'
+            )
     return "<table>" + "".join(rows) + "</table>" if rows else ""
 
 
@@ -136,9 +163,13 @@ def write(path, title, inputs, figures, missing, texts, info, machine):
     """inputs: (path, data, kind) of each JSON; figures: the entries of
     common.Drawn; missing: why there are no figures, or None."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
-           f"<h1>{esc(title)}</h1>", f'<p class="meta">written {esc(now)} by baton plot</p>']
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        f'<p class="meta">written {esc(now)} by baton plot</p>',
+    ]
 
     # Contents.
     out.append("<ul>")
@@ -150,8 +181,7 @@ def write(path, title, inputs, figures, missing, texts, info, machine):
     out.append("</ul>")
 
     if missing:
-        out.append('<div class="missing"><b>Figures are missing.</b> '
-                   f"{esc(missing)}</div>")
+        out.append('<div class="missing"><b>Figures are missing.</b> ' f"{esc(missing)}</div>")
 
     out.append('<h2 id="machine">The machine</h2>')
     m = None
@@ -174,8 +204,11 @@ def write(path, title, inputs, figures, missing, texts, info, machine):
         out.append(f'<h2 id="in{i}">{esc(kind)}: {esc(p)}</h2>')
         header = {k: v for k, v in data.items() if k not in ("machine", "results")}
         if header:
-            out.append('<p class="meta">' + esc(", ".join(f"{k} {json.dumps(v)}" for k, v in header.items()))
-                       + "</p>")
+            out.append(
+                '<p class="meta">'
+                + esc(", ".join(f"{k} {json.dumps(v)}" for k, v in header.items()))
+                + "</p>"
+            )
         mine = [f for f in figures if f["source"] == p]
         if not mine:
             out.append(f"<p>no figures{': see above' if missing else ''}</p>")
@@ -185,11 +218,15 @@ def write(path, title, inputs, figures, missing, texts, info, machine):
             except OSError as e:
                 out.append(f"<p>cannot read {esc(fig['file'])}: {esc(e)}</p>")
                 continue
-            out.append(f'<figure><img alt="{esc(fig["title"])}" src="{uri}">'
-                       f"<figcaption>{esc(fig['title'])} ({esc(os.path.basename(fig['file']))})"
-                       "</figcaption></figure>")
+            out.append(
+                f'<figure><img alt="{esc(fig["title"])}" src="{uri}">'
+                f"<figcaption>{esc(fig['title'])} ({esc(os.path.basename(fig['file']))})"
+                "</figcaption></figure>"
+            )
         recs = data.get("results") or []
-        out.append(f"<details><summary>every record ({len(recs)})</summary>{records_table(recs)}</details>")
+        out.append(
+            f"<details><summary>every record ({len(recs)})</summary>{records_table(recs)}</details>"
+        )
 
     for i, t in enumerate(texts):
         out.append(f'<h2 id="text{i}">Tables: {esc(t)}</h2><pre>{esc(read_text(t))}</pre>')
