@@ -8,7 +8,8 @@ loses).  The number in each square is the ratio.
 import math
 
 import matplotlib.pyplot as plt
-from matplotlib.colors import TwoSlopeNorm
+import numpy as np
+from matplotlib.colors import FuncNorm
 
 # The parameters that name a row, per family, in this order.
 ROW_KEYS = {
@@ -72,9 +73,12 @@ def plot(data, records, source, drawn):
     finite = [v for row in grid for v in row if math.isfinite(v) and v > 0]
     lo = min(finite + [0.5])
     hi = max(finite + [2.0])
-    # Symmetric in log: as far below 1 as above it.
+    # Symmetric in log: 0.5x is as far below 1 as 2x above it, and 1.0 is
+    # the map's centre (white).
     span = max(math.log2(hi), -math.log2(max(lo, 1e-3)), 1.0)
-    norm = TwoSlopeNorm(vmin=2**-span, vcenter=1.0, vmax=2**span)
+    norm = FuncNorm(
+        (lambda v: np.log2(np.clip(v, 1e-6, None)), np.exp2), vmin=2**-span, vmax=2**span
+    )
     shown = [
         [(2**span if v == math.inf else (v if math.isfinite(v) else math.nan)) for v in row]
         for row in grid
@@ -124,8 +128,8 @@ def plot(data, records, source, drawn):
     won, near, lost = data.get("won"), data.get("within_5pct"), data.get("lost")
     summary = ""
     if won is not None:
-        summary = f"; {won} won, {near} within 5%, {lost} lost (bold: < 0.95)"
-    title = f"matrix: does the default lock ever lose? (plan {data.get('plan', '?')}{summary})"
+        summary = f"\n{won} cells won, {near} within 5%, {lost} lost (bold: ratio < 0.95)"
+    title = f"matrix: does the default lock ever lose? (plan {data.get('plan', '?')}){summary}"
     m = data.get("machine") or {}
     sub = ", ".join(
         x
@@ -158,6 +162,6 @@ def plot(data, records, source, drawn):
             "ratios": {
                 k: (None if not math.isfinite(v) else round(v, 4)) for k, v in ratios.items()
             },
-            "norm_center": 1.0,
+            "norm_center": round(float(norm.inverse(0.5)), 6),
         },
     )
