@@ -1,17 +1,21 @@
 # The two commands of the README:
 #   make bench   install what is missing, build, run `baton info` and the
 #                default benchmark comparison (every kind and peer, 1/2/8
-#                threads), write results/micro.json
+#                threads), write results/micro.json, and end with
+#                results/report.html (machine, tables, figures; the
+#                plotting environment comes from tools/plot-deps.sh, and
+#                the report says why when it cannot be made)
 #   make test    build and run every test through ctest: the normal build,
 #                the ThreadSanitizer build of the stress suite, the default
 #                kind's, combining and barrier tests, the AddressSanitizer
 #                build of the unit, server and barrier tests (built without
 #                the hardware-transaction path: -DBATON_HTM=OFF), and the
 #                UndefinedBehaviorSanitizer build of the unit, stress,
-#                server and barrier tests
+#                server and barrier tests; the plotting environment first
+#                (the plot tests skip only where it cannot be made)
 #
 # Other targets: build, install (PREFIX=/usr/local), test-fast (normal build
-# only), torture (baton torture for SECONDS seconds, default 60, every kind
+# only), plot-deps (the plotting environment, $(BUILD)/plot-venv), torture (baton torture for SECONDS seconds, default 60, every kind
 # under every fault: make torture SECONDS=1800), clean.
 
 BUILD   ?= build
@@ -21,8 +25,12 @@ CMAKE_GEN := -G Ninja
 BATON   := $(BUILD)/src/cli/baton
 BENCH_ARGS ?= --locks all --threads 1,2,8 --duration 0.5 --repeat 3 --json results/micro.json
 SECONDS ?= 60
+PLOT_VENV := $(BUILD)/plot-venv
+# Recipes that pipe into tee keep the bench's exit status.
+SHELL := /bin/bash
 
-.PHONY: all build bench test test-fast test-tsan test-asan test-ubsan torture install clean deps deps-bench
+.PHONY: all build bench test test-fast test-tsan test-asan test-ubsan torture install clean deps deps-bench \
+        plot-deps
 
 all: build
 
@@ -31,6 +39,11 @@ deps:
 
 deps-bench:
 	@tools/deps.sh --bench
+
+# Never fails: without it `baton plot` says why, the report too, and the
+# plot tests skip.
+plot-deps:
+	@tools/plot-deps.sh $(PLOT_VENV) || echo "make: no plotting environment ($$(cat $(PLOT_VENV).why 2>/dev/null)); the report will have no figures" >&2
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -43,10 +56,16 @@ bench: deps-bench
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 	@mkdir -p results
-	$(BATON) info --json results/machine.json
-	$(BATON) bench micro $(BENCH_ARGS)
+	set -o pipefail; $(BATON) info --json results/machine.json | tee results/info.txt
+	set -o pipefail; $(BATON) bench micro $(BENCH_ARGS) | tee results/micro.txt
+	@$(MAKE) --no-print-directory plot-deps
+	@# Exit 3: no matplotlib (the report says why); 127: no Python at all.
+	$(BATON) plot results/micro.json -o results/figures --report results/report.html \
+	  --info results/info.txt --machine results/machine.json --text results/micro.txt || \
+	  { rc=$$?; [[ $$rc -eq 3 ]] || { printf '<!DOCTYPE html><meta charset="utf-8"><title>baton report</title><h1>baton report</h1><p><b>Figures are missing:</b> baton plot exited %s (see make'"'"'s output); the tables are results/micro.txt, the machine results/info.txt.</p>\n' $$rc > results/report.html; }; }
+	@echo "make bench: wrote results/report.html"
 
-test-fast: build
+test-fast: build plot-deps
 	cd $(BUILD) && ctest --output-on-failure -j 1
 
 build-tsan/build.ninja:

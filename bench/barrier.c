@@ -32,6 +32,7 @@
  * build has them.
  */
 #include "bench.h"
+#include "progress.h"
 #include "report.h"
 #include "machine.h"
 #include "peers/barrier_peers.h"
@@ -789,6 +790,7 @@ int cmd_bench_barrier(int argc, char **argv)
         return 2;
     }
     int nrecs = 0, failed = 0;
+    bench_progress_begin(nwork * nthreads);
     for (int iw = 0; iw < nwork; iw++) {
         const double units_f = unit_ns > 0 ? work[iw] / unit_ns : 0;
         const uint32_t units = work[iw] > 0 ? (uint32_t)(units_f < 1 ? 1 : units_f + 0.5) : 0;
@@ -797,6 +799,9 @@ int cmd_bench_barrier(int argc, char **argv)
             const int eff = N < cores ? N : cores;
             const double limit_us = (double)work[iw] * N / eff / 1e3 + rtt_us;
             bar_rec_t *cell = &recs[nrecs];
+            char label[64];
+            snprintf(label, sizeof label, "barrier W=%d ns N=%d", work[iw], N);
+            bench_progress_cell(label);
             for (int k = 0; k < nspecs; k++) {
                 struct bar_params *bp = &params[k];
                 snprintf(bp->spec, sizeof bp->spec, "%s", specs[k]);
@@ -818,7 +823,7 @@ int cmd_bench_barrier(int argc, char **argv)
                 }
                 if (fault)
                     cfg.deadline_s += (double)episodes * (work[iw] / 1e9 + 2e-6) * N;
-                fprintf(stderr, "\r  W=%d ns N=%d %-40s", work[iw], N, specs[k]);
+                bench_progress_step(k, nspecs, specs[k]);
                 bar_rec_t *x = &cell[k];
                 bench_run(&bar_workload, bp, "tas", &cfg, &x->r);
                 snprintf(x->spec, sizeof x->spec, "%s", specs[k]);
@@ -842,7 +847,7 @@ int cmd_bench_barrier(int argc, char **argv)
                     failed++; /* a collapse killed at the deadline is a result, not a failure */
                 }
             }
-            fprintf(stderr, "\r%70s\r", "");
+            bench_progress_cell_done();
             printf("\nbarrier W=%d ns (%u units), %d thread%s on %d CPUs; limit %.3f us/episode "
                    "(W x N / min(N, cores) + line round trip)\n",
                    work[iw], units, N, N > 1 ? "s" : "", cores, limit_us);

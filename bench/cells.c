@@ -2,6 +2,7 @@
  * runner: their setup (lock list, machine, pinning, header) and finish
  * (JSON, failure count), the single-thread reference rates behind a cell's
  * physical limit, and running and summing up one cell. */
+#include "progress.h"
 #include "report.h"
 #include "topo.h"
 
@@ -10,7 +11,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int n, bool optional,
                       char *skipped, size_t skipped_len, char *err, size_t errlen)
@@ -203,7 +203,9 @@ void bench_cell_run(const bench_workload_t *wl, const void *params, const char *
                     char specs[][BENCH_SPEC_MAX], int nspecs, const bench_cfg_t *cfg, int repeat,
                     bench_result_t *runs, bench_record_t *recs, const char *label)
 {
-    const bool progress = isatty(STDERR_FILENO);
+    char cell_label[160];
+    snprintf(cell_label, sizeof cell_label, "%s N=%d", label, cfg->threads);
+    bench_progress_cell(cell_label);
     for (int r = 0; r < repeat; r++)
         for (int j = 0; j < nspecs; j++) {
             /* Rotating order: each spec runs early in one round and late in
@@ -216,13 +218,10 @@ void bench_cell_run(const bench_workload_t *wl, const void *params, const char *
                 *run = run[-1];
                 continue;
             }
-            if (progress)
-                fprintf(stderr, "\r  %s N=%d run %d/%d %-28s", label, cfg->threads, r + 1, repeat,
-                        specs[k]);
+            bench_progress_step(r * nspecs + j, repeat * nspecs, specs[k]);
             bench_run(wl, params, specs[k], cfg, run);
         }
-    if (progress)
-        fprintf(stderr, "\r%100s\r", "");
+    bench_progress_cell_done();
     double pthread_rate = 0;
     for (int k = 0; k < nspecs; k++) {
         bench_record_t *rec = &recs[k];

@@ -58,6 +58,7 @@
  * start-up only; its JSON is read back into the cell.
  */
 #include "bench.h"
+#include "progress.h"
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
@@ -1369,9 +1370,9 @@ int cmd_bench_elide(int argc, char **argv)
 
     const struct elide_cli cli = {o.duration, o.repeat, o.pin, (uint32_t)buckets, (uint32_t)keys,
                                   (uint32_t)items, o.fault};
-    const bool progress = isatty(STDERR_FILENO);
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
+    bench_progress_begin(nM * nS * o.nthreads);
     for (int im = 0; im < nM; im++)
         for (int is = 0; is < nS; is++) {
             struct elide_params ep = {M[im], S[is], (uint32_t)buckets, (uint32_t)keys,
@@ -1391,12 +1392,10 @@ int cmd_bench_elide(int argc, char **argv)
                 bench_cell_run(&elide_workload, &ep, "elide", b.specs, nrun, &cfg, o.repeat, runs, cell,
                                label);
                 if (peer) {
-                    if (progress)
-                        fprintf(stderr, "\r  %s N=%d %s (subprocess)", label, o.threads[it], GLIBC_PEER);
+                    bench_progress_step(0, 1, GLIBC_PEER " (subprocess)");
                     run_glibc_peer(&cli, o.threads[it], M[im], S[is], &cell[nrun]);
                     cell[nrun].pthread_ops_per_s = cell[0].pthread_ops_per_s;
-                    if (progress)
-                        fprintf(stderr, "\r%100s\r", "");
+                    bench_progress_clear();
                 }
                 for (int k = 0; k < nall; k++) {
                     bench_record_t *rec = &cell[k];

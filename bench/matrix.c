@@ -25,6 +25,7 @@
  * is 1 when a run fails verification or crashes, never for a lost cell.
  */
 #include "bench.h"
+#include "progress.h"
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
@@ -514,6 +515,7 @@ int cmd_bench_matrix(int argc, char **argv)
 
     int failed = 0, ndone = 0;
     bool shortened = false;
+    bench_progress_begin(ncells);
     for (int i = 0; i < ncells; i++) {
         const struct mx_cell *c = &cells[i];
         const struct mx_cands *cands = c->rw ? &rw : &mu;

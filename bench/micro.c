@@ -29,6 +29,7 @@
  * operations run per help session.
  */
 #include "bench.h"
+#include "progress.h"
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
@@ -418,6 +419,7 @@ int cmd_bench_micro(int argc, char **argv)
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
 
+    bench_progress_begin(cells);
     for (int is = 0; is < nS; is++)
         for (int ip = 0; ip < nP; ip++)
             for (int il = 0; il < nL; il++)
@@ -433,8 +435,8 @@ int cmd_bench_micro(int argc, char **argv)
                             cfg.threads = o.threads[it];
                             cfg.hogs = H[ih];
                             char label[96];
-                            snprintf(label, sizeof label, "S=%d P=%d L=%d locks=%d hogs=%d", S[is],
-                                     P[ip], L[il], C[ic], H[ih]);
+                            snprintf(label, sizeof label, "micro S=%d P=%d L=%d locks=%d hogs=%d",
+                                     S[is], P[ip], L[il], C[ic], H[ih]);
                             bench_cell_run(&micro_workload, &mp, "micro", b.specs, nspecs, &cfg,
                                            o.repeat, runs, cell, label);
                             for (int k = 0; k < nspecs; k++) {

@@ -37,6 +37,7 @@
  * a corrupted heap ends a walk with a mark, never an endless loop.
  */
 #include "bench.h"
+#include "progress.h"
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
@@ -612,6 +613,7 @@ int cmd_bench_pq(int argc, char **argv)
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
     struct pq_params proto = {0, prefill, nd, o.fault};
+    bench_progress_begin(nL * o.nthreads);
 
     for (int il = 0; il < nL; il++) {
         struct pq_params pp = proto;

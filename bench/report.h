@@ -160,7 +160,9 @@ double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS],
  * threads, duration, runs, median, pthread rate, and the names of the
  * ops-per-session extra when wl->extras is bench_extras_ops_per_session)
  * for each spec.  The caller sets params and the limit, then calls
- * bench_cell_finish().  `label` is shown in the progress line. */
+ * bench_cell_finish().  `label` is shown in the progress line: the
+ * command calls bench_progress_begin() with its count of cells first
+ * (progress.h). */
 void bench_cell_run(const bench_workload_t *wl, const void *params, const char *bench,
                     char specs[][BENCH_SPEC_MAX], int nspecs, const bench_cfg_t *cfg, int repeat,
                     bench_result_t *runs, bench_record_t *recs, const char *label);

@@ -31,6 +31,7 @@
  * instead of overflowing; zero is zero modulo 2^32.
  */
 #include "bench.h"
+#include "progress.h"
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
@@ -409,6 +410,7 @@ int cmd_bench_rw(int argc, char **argv)
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
 
+    bench_progress_begin(nR * nL * o.nthreads);
     for (int ir = 0; ir < nR; ir++)
         for (int il = 0; il < nL; il++) {
             struct rw_params rp = {R[ir], L[il], o.fault};

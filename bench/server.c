@@ -28,6 +28,7 @@
  * lock for some sections, and the run must fail.
  */
 #include "bench.h"
+#include "progress.h"
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
@@ -498,6 +499,10 @@ int cmd_bench_server(int argc, char **argv)
     bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
     int nrecs = 0, failed = 0;
 
+    int ncells = 0;
+    for (int iw = 0; iw < nW; iw++)
+        ncells += (W[iw] == WL_COUNTER ? nI : 1) * nthreads;
+    bench_progress_begin(ncells);
     for (int iw = 0; iw < nW; iw++)
         for (int ii = 0; ii < (W[iw] == WL_COUNTER ? nI : 1); ii++) {
             const double interval_ns = cycles ? I[ii] / ghz : I[ii];

@@ -32,6 +32,7 @@
  */
 #include "bench.h"
 #include "machine.h"
+#include "progress.h"
 #include "topo.h"
 
 #include <baton/atomic.h>
@@ -592,13 +593,21 @@ int cmd_bench_wake(int argc, char **argv)
         machine_free(&m);
         return 2;
     }
-    int nrecs = 0, failed = 0;
+    int nrecs = 0, failed = 0, nwant = 0;
+    for (int k = 0; k < BATON_WAIT_KINDS; k++)
+        nwant += want[k];
+    bench_progress_begin(((int)run_off + (int)run_on) * ndelays);
     for (int mode = 0; mode < 2; mode++) {
         bool over = mode == 1;
         if ((over && !run_on) || (!over && !run_off))
             continue;
         int first = nrecs;
         for (int id = 0; id < ndelays; id++) {
+            char label[64], dl[32];
+            fmt_ns(dl, sizeof dl, (double)delays[id]);
+            snprintf(label, sizeof label, "wake d=%s%s", dl, over ? " oversubscribed" : "");
+            bench_progress_cell(label);
+            int step = 0;
             for (int k = 0; k < BATON_WAIT_KINDS; k++) {
                 if (!want[k])
                     continue;
@@ -617,10 +626,7 @@ int cmd_bench_wake(int argc, char **argv)
                                    .pin_order = pins,
                                    .npin = 2 + wp.busy,
                                    .deadline_s = box * 2 + 2};
-                char d[32];
-                fmt_ns(d, sizeof d, (double)delays[id]);
-                fprintf(stderr, "\r  wake %s d=%s%s        ", baton_wait_name(wp.policy), d,
-                        over ? " oversubscribed" : "");
+                bench_progress_step(step++, nwant, baton_wait_name(wp.policy));
                 bench_run(&wake_workload, &wp, "tas", &cfg, &x->r);
                 x->policy = wp.policy;
                 x->delay_ns = delays[id];
@@ -632,8 +638,8 @@ int cmd_bench_wake(int argc, char **argv)
                 else
                     failed++;
             }
+            bench_progress_cell_done();
         }
-        fprintf(stderr, "\r%60s\r", "");
         /* The bounds, then the table. */
         for (int i = first; i < nrecs; i++) {
             const wake_rec_t *mode_recs = recs + first;

@@ -1,7 +1,7 @@
-/* launch.h - what `baton run`, `baton profile`, `baton advise` and
- * `baton bench apps` share (defined in run.c): finding the interposer and
- * the scripts next to the baton binary, checking specs, and running a
- * command with the interposer in its environment. */
+/* launch.h - what `baton run`, `baton profile`, `baton advise`,
+ * `baton bench apps` and `baton plot` share (defined in run.c): finding the
+ * interposer and the scripts next to the baton binary, checking specs, and
+ * running a command with the interposer in its environment. */
 #ifndef BATON_CLI_LAUNCH_H
 #define BATON_CLI_LAUNCH_H
 
@@ -30,6 +30,10 @@ const char *cli_preload_lib(const char *prog);
  * <prefix>/share/baton/apps when installed, else the source tree's
  * bench/apps.  NULL (after printing why) when neither exists. */
 const char *cli_apps_dir(const char *prog);
+
+/* dir(self)/rel/name, resolved, if it exists: into out (size bytes).
+ * name "" names the directory rel itself. */
+bool cli_beside_self(const char *rel, const char *name, char *out, size_t size);
 
 /* The absolute path of the running baton binary. */
 const char *cli_self_exe(void);

@@ -1,4 +1,4 @@
-/* main.c - the `baton` command: info, kinds, bench, run, profile, advise, torture. */
+/* main.c - the `baton` command: info, kinds, bench, plot, run, profile, advise, torture. */
 #include <baton/baton.h>
 #include <baton/wait.h>
 
@@ -22,6 +22,7 @@ int cmd_run(int argc, char **argv);             /* run.c */
 int cmd_profile(int argc, char **argv);         /* profile.c */
 int cmd_advise(int argc, char **argv);          /* advise.c */
 int cmd_torture(int argc, char **argv);         /* torture.c */
+int cmd_plot(int argc, char **argv);            /* plot.c */
 
 static void usage(FILE *f)
 {
@@ -41,6 +42,7 @@ static void usage(FILE *f)
             "  bench server            lock servers (basic, chain, hier, hier+chain): throughput, latency, messages\n"
             "  bench matrix            the default lock against the locks people use, cell by cell: does it ever lose?\n"
             "  bench apps              real applications (memcached, Kyoto Cabinet, OpenMP) stock vs baton\n"
+            "  plot                    figures and an HTML report from the benches' JSON (Python, matplotlib)\n"
             "  run                     run a program with baton locks in place of pthread's (LD_PRELOAD)\n"
             "  profile                 run a program and print the contention of each of its locks\n"
             "  advise                  time a program stock and under candidate lock kinds; recommend one\n"
@@ -115,6 +117,8 @@ int main(int argc, char **argv)
         return cmd_advise(argc - 1, argv + 1);
     if (!strcmp(cmd, "torture"))
         return cmd_torture(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plot"))
+        return cmd_plot(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) {
         if (argc >= 3 && !strcmp(argv[2], "micro"))
             return cmd_bench_micro(argc - 2, argv + 2);

@@ -112,8 +112,8 @@ const char *cli_self_exe(void)
     return path;
 }
 
-/* dir(self)/rel/name, resolved, if it exists: into out. */
-static bool beside_self(const char *rel, const char *name, char *out, size_t size)
+/* (launch.h) */
+bool cli_beside_self(const char *rel, const char *name, char *out, size_t size)
 {
     char dir[PATH_MAX], cand[PATH_MAX * 2], real[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", cli_self_exe());
@@ -137,8 +137,8 @@ const char *cli_preload_lib(const char *prog)
             fprintf(stderr, "%s: BATON_PRELOAD_LIB=%s: %s\n", prog, env, strerror(errno));
             return NULL;
         }
-    } else if (!beside_self(BATON_BIN_TO_LIB, "libbaton-preload.so", lib, sizeof lib) &&
-               !beside_self("../preload", "libbaton-preload.so", lib, sizeof lib)) {
+    } else if (!cli_beside_self(BATON_BIN_TO_LIB, "libbaton-preload.so", lib, sizeof lib) &&
+               !cli_beside_self("../preload", "libbaton-preload.so", lib, sizeof lib)) {
         fprintf(stderr,
                 "%s: cannot find libbaton-preload.so next to %s (looked in %s/ and ../preload/; "
                 "set BATON_PRELOAD_LIB to its path)\n",
@@ -157,7 +157,7 @@ const char *cli_preload_lib(const char *prog)
 const char *cli_apps_dir(const char *prog)
 {
     static char dir[PATH_MAX];
-    if (beside_self(BATON_BIN_TO_APPS, "", dir, sizeof dir))
+    if (cli_beside_self(BATON_BIN_TO_APPS, "", dir, sizeof dir))
         return dir;
     struct stat st;
     if (BATON_SOURCE_DIR[0] != '\0' && snprintf(dir, sizeof dir, "%s/bench/apps", BATON_SOURCE_DIR) > 0 &&
