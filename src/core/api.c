@@ -14,8 +14,10 @@
 #include "../delegate/delegate.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SPEC_MAX 160
 
@@ -28,6 +30,7 @@ struct baton_lock {
     int (*delegate)(void *, baton_fn, const void *, size_t, baton_future_t *);
     baton_wait_t fwait; /* how a future of this lock is waited for */
     int check;
+    bool timed; /* baton_timedlock waits (else ENOTSUP): the kind's, or its inner lock's */
     _Atomic uintptr_t owner; /* check mode only */
     const baton_kind_t *kind;
     char spec[SPEC_MAX];
@@ -110,6 +113,7 @@ baton_lock_t *baton_lock_new(const char *spec)
         errno = rc;
         return NULL;
     }
+    l->timed = k->timedlock != NULL && (k->timed == NULL || k->timed(l->head.state));
     return l;
 }
 
@@ -208,6 +212,68 @@ int baton_unlock(baton_lock_t *l)
     if (BATON_UNLIKELY(l->head.slow))
         return baton_unlock_slow(l);
     return l->head.unlock(l->head.state);
+}
+
+/* --- timed acquisition ------------------------------------------------------ *
+ * POSIX's order of checks, as glibc makes them: a clock other than
+ * CLOCK_REALTIME or CLOCK_MONOTONIC is refused first (EINVAL), then the
+ * lock is tried, and only a call that would block looks at the deadline
+ * (EINVAL for a tv_nsec out of range; an uncontended lock with a bad
+ * timespec is taken).  A kind without a timed acquisition answers ENOTSUP
+ * whether or not it would block, so that its callers find out at once. */
+
+static bool clock_supported(clockid_t clock)
+{
+    return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+static int bad_clock(baton_lock_t *l, const char *what, clockid_t clock)
+{
+    return baton_fail(EINVAL, "%s on lock '%s': clock %d is neither CLOCK_REALTIME nor CLOCK_MONOTONIC",
+                      what, l->spec, (int)clock);
+}
+
+/* The blocking half: check the deadline, then wait through the kind. */
+static int timed_wait(baton_lock_t *l, int (*op)(void *, const baton_deadline_t *), clockid_t clock,
+                      const struct timespec *abstime, const char *what)
+{
+    if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+        return baton_fail(EINVAL, "%s on lock '%s': the deadline's tv_nsec is out of range [0, 1e9)", what,
+                          l->spec);
+    baton_deadline_t d = {.at = *abstime, .clock = clock};
+    return op(l->head.state, &d);
+}
+
+static int no_timed(baton_lock_t *l, const char *what)
+{
+    return baton_fail(ENOTSUP, "%s: lock kind '%s' has no timed acquisition (docs/architecture.md, "
+                               "\"Timed waits\", says why); use baton_lock() or baton_trylock()",
+                      what, l->kind->name);
+}
+
+int baton_clocklock(baton_lock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+    if (!clock_supported(clock))
+        return bad_clock(l, "timedlock", clock);
+    if (l->head.lock == no_lock)
+        return not_offered(l, "timedlock");
+    if (!l->timed)
+        return no_timed(l, "timedlock");
+    uintptr_t self = baton_self_token();
+    /* Relaxed: as in checked_lock(). */
+    if (l->check && atomic_load_explicit(&l->owner, memory_order_relaxed) == self)
+        return baton_fail(EDEADLK, "lock '%s' locked again by its owner (locks are not recursive)", l->spec);
+    int rc = l->head.trylock(l->head.state);
+    if (rc == EBUSY)
+        rc = timed_wait(l, l->kind->timedlock, clock, abstime, "timedlock");
+    if (rc == 0 && l->check)
+        atomic_store_explicit(&l->owner, self, memory_order_relaxed); /* as in checked_lock() */
+    return rc;
+}
+
+int baton_timedlock(baton_lock_t *l, const struct timespec *abstime)
+{
+    return baton_clocklock(l, CLOCK_REALTIME, abstime);
 }
 
 /* --- execute, delegate, futures ------------------------------------------ */
@@ -323,6 +389,34 @@ int baton_runlock(baton_lock_t *l)
     return baton_unlock(l);
 }
 
+int baton_rtrylock(baton_lock_t *l)
+{
+    if (!l->kind->rlock)
+        return baton_trylock(l);
+    if (!l->kind->tryrlock)
+        return baton_fail(ENOTSUP, "rtrylock: lock kind '%s' has no reader trylock", l->kind->name);
+    return l->kind->tryrlock(l->head.state);
+}
+
+int baton_rclocklock(baton_lock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+    if (!l->kind->rlock)
+        return baton_clocklock(l, clock, abstime);
+    if (!clock_supported(clock))
+        return bad_clock(l, "rtimedlock", clock);
+    if (!l->kind->timedrlock || !l->kind->tryrlock)
+        return no_timed(l, "rtimedlock");
+    int rc = l->kind->tryrlock(l->head.state);
+    if (rc == EBUSY)
+        rc = timed_wait(l, l->kind->timedrlock, clock, abstime, "rtimedlock");
+    return rc;
+}
+
+int baton_rtimedlock(baton_lock_t *l, const struct timespec *abstime)
+{
+    return baton_rclocklock(l, CLOCK_REALTIME, abstime);
+}
+
 int baton_lock_stats(const baton_lock_t *l, baton_stats_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -345,6 +439,11 @@ void *baton_lock_state(baton_lock_t *l)
 const baton_kind_t *baton_lock_ops(const baton_lock_t *l)
 {
     return l->kind;
+}
+
+int baton_lock_timed(const baton_lock_t *l)
+{
+    return l->timed;
 }
 
 int baton_lock_checks(const baton_lock_t *l)

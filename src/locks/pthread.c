@@ -50,6 +50,11 @@ static int k_destroy(void *s)
 }
 
 static void k_lock(void *s) { (void)pthread_mutex_lock(&((pthread_state_t *)s)->m); }
+/* glibc's own timed wait (a futex sleep until the deadline, on its clock). */
+static int k_timedlock(void *s, const baton_deadline_t *d)
+{
+    return pthread_mutex_clocklock(&((pthread_state_t *)s)->m, d->clock, &d->at);
+}
 static int k_unlock(void *s) { return pthread_mutex_unlock(&((pthread_state_t *)s)->m); }
 /* A NORMAL mutex's unlock needs no owner (check=1: ERRORCHECK refuses with
  * EPERM); a free one is left alone: glibc's unlock would wrap its user
@@ -60,10 +65,10 @@ const baton_kind_t baton_kind_pthread = {
     .name = "pthread",
     .summary = "baseline: the C library's pthread_mutex_t (NORMAL; ERRORCHECK with check=1)",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_NOCOLLAPSE,
+            BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_NONE,
     .default_wait = BATON_NO_WAIT,
     .size = sizeof(pthread_state_t), .align = _Alignof(pthread_state_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };
