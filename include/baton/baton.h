@@ -329,4 +329,7 @@ BATON_API const char *baton_version(void);
 }
 #endif
 
+/* Condition variables over any of these locks. */
+#include <baton/cond.h>
+
 #endif /* BATON_BATON_H */
