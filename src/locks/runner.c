@@ -360,9 +360,7 @@ static void promote(baton_runner_t *l, baton_qnode_t *n, bool silent)
             if (baton_cas(&next->state, &st, RUN_HEAD | BATON_WAIT_PARKED, memory_order_release,
                           memory_order_relaxed))
                 break;
-            /* Awake, or gone: as below.  We own the lock and nobody else
-             * reads `heir` as its own, so taking it back is ours to do. */
-            baton_store(&l->heir, NULL, memory_order_relaxed);
+            /* Awake (or gone): promote it as below. */
         }
         /* An exchange under every policy: the old value says whether the
          * successor sleeps (wake it) or gave up (pass over it).  acq_rel:
@@ -371,6 +369,10 @@ static void promote(baton_runner_t *l, baton_qnode_t *n, bool silent)
          * that tells us it slept. */
         uint32_t old = baton_xchg(&next->state, RUN_HEAD, memory_order_acq_rel);
         if (old == RUN_ABANDONED) {
+            /* Gone: if the silent path named it the heir, take that back
+             * (we own the lock, and no waiter reads `heir` but its own). */
+            if (silent && may_park)
+                baton_store(&l->heir, NULL, memory_order_relaxed);
             next->pool_next = NULL;
             if (passed_last != NULL)
                 passed_last->pool_next = next;
