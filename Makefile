@@ -74,15 +74,15 @@ build-tsan/build.ninja:
 test-tsan: deps build-tsan/build.ninja
 	@# Not test_server: TSan cannot follow its fork tests (a child that starts
 	@# threads after a multi-threaded fork dies or reuses thread ids).
-	cmake --build build-tsan -j $(JOBS) --target stress stress_chaos test_default test_combining test_barrier
-	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R '^(stress|default$$|combining$$|barrier$$)'
+	cmake --build build-tsan -j $(JOBS) --target stress stress_chaos test_default test_combining test_barrier test_timed test_cond
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R '^(stress|default$$|combining$$|barrier$$|timed$$|cond$$)'
 
 build-asan/build.ninja:
 	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DBATON_SANITIZE=address -DBATON_PEERS=OFF -DBATON_HTM=OFF
 
 test-asan: deps build-asan/build.ninja
-	cmake --build build-asan -j $(JOBS) --target test_api test_typed test_rcl test_combining example_critical_section test_elide test_server test_barrier
-	cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|example_critical_section|elide.*|server|barrier)$$'
+	cmake --build build-asan -j $(JOBS) --target test_api test_typed test_rcl test_combining example_critical_section test_elide test_server test_barrier test_timed test_cond
+	cd build-asan && ASAN_OPTIONS="detect_leaks=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|example_critical_section|elide.*|server|barrier|timed|cond)$$'
 
 build-ubsan/build.ninja:
 	cmake -S . -B build-ubsan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_SANITIZE=undefined -DBATON_PEERS=OFF
@@ -90,8 +90,8 @@ build-ubsan/build.ninja:
 # UndefinedBehaviorSanitizer over the unit tests, the stress suite, the
 # default kind's test, barriers and servers: the first report stops the test.
 test-ubsan: deps build-ubsan/build.ninja
-	cmake --build build-ubsan -j $(JOBS) --target test_api test_typed test_rcl test_combining test_default test_barrier test_server stress example_critical_section
-	cd build-ubsan && UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|default|barrier|server|stress|example_critical_section)$$'
+	cmake --build build-ubsan -j $(JOBS) --target test_api test_typed test_rcl test_combining test_default test_barrier test_server stress example_critical_section test_timed test_cond
+	cd build-ubsan && UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|default|barrier|server|stress|example_critical_section|timed|cond)$$'
 
 test: test-fast test-tsan test-asan test-ubsan
 

@@ -21,7 +21,8 @@ struct shared {
     guard_t po, pi;
     guard_tally_t tally;
     _Atomic int stop;
-    _Atomic uint64_t bad_payload, bad_errors, busy;
+    _Atomic uint64_t bad_payload, bad_errors, busy, timeouts, timed_ok;
+    _Atomic int timed_unsupported;
     bool has_lock; /* the kind offers lock/trylock/unlock (else execute/delegate only) */
     bool has_read; /* rlock admits readers together: check they exclude writers */
 };
@@ -94,17 +95,102 @@ static void expect_ok(struct shared *s, int rc)
         atomic_fetch_add_explicit(&s->bad_errors, 1, memory_order_relaxed);
 }
 
-/* One operation on `lock`, protecting `p`, by one of five paths (kinds
+/* A deadline short enough that a contended lock often times out: already
+ * past (a trylock), a few microseconds, or up to a millisecond away; on
+ * either clock. */
+static struct timespec short_deadline(uint32_t r, clockid_t *clock)
+{
+    *clock = (r & 1u) ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+    struct timespec t;
+    clock_gettime(*clock, &t);
+    long ns;
+    switch ((r >> 1) & 3u) {
+    case 0: ns = -1000; break;                              /* passed */
+    case 1: ns = (long)((r >> 3) & 63u) * 1000L; break;      /* 0-63 us */
+    case 2: ns = (long)((r >> 3) & 1023u) * 1000L; break;    /* 0-1 ms */
+    default: ns = 5000; break;
+    }
+    t.tv_nsec += ns;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_nsec -= 1000000000L;
+        t.tv_sec++;
+    } else if (t.tv_nsec < 0) {
+        t.tv_nsec += 1000000000L;
+        t.tv_sec--;
+    }
+    return t;
+}
+
+/* Take `lock` (for reading: read) with timed locks until one succeeds;
+ * ENOTSUP falls back to the plain lock.  Returns what the last call did. */
+static int timed_acquire(struct shared *s, void *lock, uint32_t r, bool read)
+{
+    const harness_ops_t *o = s->ops;
+    int (*timed)(void *, clockid_t, const struct timespec *) = read ? o->rclocklock : o->clocklock;
+    for (uint32_t x = r | 1u;; ) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        clockid_t clock;
+        struct timespec d = short_deadline(x, &clock);
+        int rc = timed(lock, clock, &d);
+        if (rc == 0) {
+            atomic_fetch_add_explicit(&s->timed_ok, 1, memory_order_relaxed);
+            return 0;
+        }
+        if (rc == ENOTSUP) {
+            atomic_store_explicit(&s->timed_unsupported, 1, memory_order_relaxed);
+            return read ? o->rlock(lock) : o->lock(lock);
+        }
+        if (rc != ETIMEDOUT)
+            return rc;
+        atomic_fetch_add_explicit(&s->timeouts, 1, memory_order_relaxed);
+    }
+}
+
+/* A timed lock of a lock the calling thread holds already (as writer, or
+ * as reader: then the timed lock is a writer's): it must time out, never
+ * succeed, whatever the kind (no lock is recursive, and a writer waits for
+ * every reader).  This makes time-outs happen in every run, and has the
+ * waiter give up inside the queue of the caller's own hold.  check=1 (a
+ * debug build) answers EDEADLK instead, and kinds without a timed lock
+ * ENOTSUP. */
+static void timed_self_probe(struct shared *s, void *lock, uint32_t r)
+{
+    clockid_t clock;
+    struct timespec d = short_deadline(r & ~4u, &clock); /* passed, or under 64 us */
+    d = (r & 8u) ? d : short_deadline(r & ~6u, &clock);   /* mostly passed: cheap */
+    int rc = s->ops->clocklock(lock, clock, &d);
+    if (rc == ETIMEDOUT) {
+        atomic_fetch_add_explicit(&s->timeouts, 1, memory_order_relaxed);
+    } else if (rc == ENOTSUP) {
+        atomic_store_explicit(&s->timed_unsupported, 1, memory_order_relaxed);
+    } else if (rc != EDEADLK) {
+        /* 0 would be a second hold of a held lock. */
+        atomic_fetch_add_explicit(&s->bad_errors, 1, memory_order_relaxed);
+        if (rc == 0)
+            (void)s->ops->unlock(lock);
+    }
+}
+
+/* One operation on `lock`, protecting `p`, by one of six paths (kinds
  * without lock/unlock take execute or delegate). */
 static void one_op(struct shared *s, void *lock, guard_t *p, uint32_t r, int thread,
                    uint64_t seq)
 {
     const harness_ops_t *o = s->ops;
     struct payload pl = {MAGIC, seq, p, s, seq ^ MAGIC, thread};
-    unsigned path = r % 5u;
+    unsigned path = r % 6u;
     if (!s->has_lock)
         path = 3u + (r & 1u);
+    else if (path == 5u && !o->clocklock)
+        path = 0u;
     switch (path) {
+    case 5:
+        expect_ok(s, timed_acquire(s, lock, r >> 3, false));
+        guard_section(p, thread, seq);
+        expect_ok(s, o->unlock(lock));
+        break;
     case 0:
     case 1:
         expect_ok(s, o->lock(lock));
@@ -150,10 +236,15 @@ static void one_op(struct shared *s, void *lock, guard_t *p, uint32_t r, int thr
 
 /* A read: no writer may be inside, and the writers' two-step update must
  * never be seen half done. */
-static void one_read(struct shared *s, void *lock, guard_t *p)
+static void one_read(struct shared *s, void *lock, guard_t *p, uint32_t r)
 {
-    expect_ok(s, s->ops->rlock(lock));
+    if (s->ops->rclocklock && (r & 3u) == 0)
+        expect_ok(s, timed_acquire(s, lock, r >> 2, true));
+    else
+        expect_ok(s, s->ops->rlock(lock));
     guard_read(p);
+    if (s->ops->clocklock && ((r >> 12) & 63u) == 0)
+        timed_self_probe(s, lock, r >> 18);
     expect_ok(s, s->ops->runlock(lock));
 }
 
@@ -166,7 +257,7 @@ static void *worker_main(void *arg)
     do {
         uint32_t r = rnd(&x);
         if (s->has_read && (r & 3u) == 0) {
-            one_read(s, (r >> 2) & 1u ? s->inner : s->outer, (r >> 2) & 1u ? &s->pi : &s->po);
+            one_read(s, (r >> 2) & 1u ? s->inner : s->outer, (r >> 2) & 1u ? &s->pi : &s->po, r >> 3);
             continue;
         }
         if ((r >> 8) % 4u == 0) {
@@ -180,7 +271,14 @@ static void *worker_main(void *arg)
              * released outer-first or inner-first. */
             expect_ok(s, o->lock(s->outer));
             guard_section(&s->po, w->index, oseq);
-            expect_ok(s, o->lock(s->inner));
+            if (o->clocklock && ((r >> 24) & 63u) == 0)
+                timed_self_probe(s, s->outer, r >> 30 | r << 2);
+            /* The inner one sometimes timed: a timed wait while holding
+             * another lock. */
+            if (((r >> 13) & 1u) && o->clocklock)
+                expect_ok(s, timed_acquire(s, s->inner, r >> 14, false));
+            else
+                expect_ok(s, o->lock(s->inner));
             guard_section(&s->pi, w->index, iseq);
             if ((r >> 12) & 1u) {
                 expect_ok(s, o->unlock(s->outer));
@@ -272,6 +370,9 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
     out->bad_reads = atomic_load_explicit(&s->tally.bad_reads, memory_order_relaxed); /* after the joins */
     out->reads = atomic_load_explicit(&s->tally.reads, memory_order_relaxed); /* after the joins */
     out->trylock_busy = s->busy;
+    out->timeouts = s->timeouts;
+    out->timed_ok = s->timed_ok;
+    out->timed_unsupported = s->timed_unsupported != 0;
     guard_fini(&s->po);
     guard_fini(&s->pi);
     free(w);
@@ -295,6 +396,8 @@ static bool b_has_lock(void *l) { return (baton_lock_kind(l)->caps & BATON_CAP_L
 static bool b_has_read(void *l) { return (baton_lock_kind(l)->caps & BATON_CAP_RW) != 0; }
 static int b_rlock(void *l) { return baton_rlock(l); }
 static int b_runlock(void *l) { return baton_runlock(l); }
+static int b_clocklock(void *l, clockid_t c, const struct timespec *t) { return baton_clocklock(l, c, t); }
+static int b_rclocklock(void *l, clockid_t c, const struct timespec *t) { return baton_rclocklock(l, c, t); }
 
 const harness_ops_t harness_baton_ops = {
     .name = "baton",
@@ -309,4 +412,6 @@ const harness_ops_t harness_baton_ops = {
     .has_read = b_has_read,
     .rlock = b_rlock,
     .runlock = b_runlock,
+    .clocklock = b_clocklock,
+    .rclocklock = b_rclocklock,
 };

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef struct harness_ops {
     const char *name;
@@ -40,6 +41,11 @@ typedef struct harness_ops {
     bool (*has_read)(void *lock);
     int (*rlock)(void *lock);
     int (*runlock)(void *lock);
+    /* Timed acquisition (NULL: none; ENOTSUP from it: the kind has none).
+     * The harness mixes in timed locks (and timed reads) with deadlines
+     * short enough that many time out, and counts the time-outs. */
+    int (*clocklock)(void *lock, clockid_t clock, const struct timespec *abstime);
+    int (*rclocklock)(void *lock, clockid_t clock, const struct timespec *abstime);
 } harness_ops_t;
 
 typedef struct harness_result {
@@ -53,6 +59,9 @@ typedef struct harness_result {
     uint64_t bad_reads;        /* a reader saw a writer inside, or its update half done */
     uint64_t reads;            /* read sections run (informational) */
     uint64_t trylock_busy;     /* EBUSY results (informational) */
+    uint64_t timeouts;         /* ETIMEDOUT results of timed locks and reads */
+    uint64_t timed_ok;         /* timed locks and reads that got the lock */
+    bool timed_unsupported;    /* the lock answered ENOTSUP to a timed lock */
     double seconds;
 } harness_result_t;
 

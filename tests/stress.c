@@ -2,10 +2,16 @@
  * every wait policy it takes, at 2, 4 and 16 threads; or, with --broken,
  * over a deliberately broken lock, where the harness must report failure.
  *
- *   stress [--millis N] [--threads 2,4,16] [--kinds k1,k2] [--broken | --broken-order]
+ *   stress [--millis N] [--threads 2,4,16] [--kinds k1,k2] [--broken | --broken-order | --broken-timed]
  *
  * --broken-order drives a correct lock whose delegate runs a thread's
  * operations out of order; the harness's program-order check must catch it.
+ * --broken-timed drives a correct lock whose timed lock answers 0 when it
+ * timed out; the exclusion checks must catch it.
+ *
+ * Every spec whose timed lock works must see some of its timed locks time
+ * out (the harness's deadlines are that short): a run where none did is a
+ * failure, so that the time-out paths are known to have run.
  *
  * Exit status: 0 when every run is clean (or, with --broken, when the
  * harness caught the broken lock); 1 otherwise.
@@ -92,6 +98,23 @@ static const harness_ops_t reorder_ops = {
     .delegate = ro_delegate,
 };
 
+/* --- the lying timed lock: a correct lock whose timed lock answers 0 when
+ * it timed out (--broken-timed).  The harness's exclusion checks must catch
+ * the sections it lets in. */
+
+static int lt_clocklock(void *l, clockid_t c, const struct timespec *t)
+{
+    int rc = baton_clocklock(l, c, t);
+    return rc == ETIMEDOUT ? 0 : rc;
+}
+static int lt_unlock(void *l)
+{
+    (void)baton_unlock(l); /* EPERM for the sections it let in: not the point */
+    return 0;
+}
+
+static harness_ops_t lying_timed_ops;
+
 static int parse_list(const char *s, int *out, int max)
 {
     int n = 0;
@@ -124,15 +147,44 @@ static bool in_list(const char *list, const char *name)
 static void print(const char *spec, int threads, const harness_result_t *r)
 {
     printf("%-24s %2d threads %9llu ops %6.0f ms  overlaps=%llu torn=%llu mismatch=%llu "
-           "payload=%llu errors=%llu order=%llu badreads=%llu busy=%llu  %s\n",
+           "payload=%llu errors=%llu order=%llu badreads=%llu busy=%llu timeouts=%llu/%llu  %s\n",
            spec, threads, (unsigned long long)r->ops, r->seconds * 1e3,
            (unsigned long long)r->overlaps, (unsigned long long)r->torn,
            (unsigned long long)r->count_mismatch, (unsigned long long)r->bad_payload,
            (unsigned long long)r->bad_errors, (unsigned long long)r->out_of_order,
            (unsigned long long)r->bad_reads,
-           (unsigned long long)r->trylock_busy,
+           (unsigned long long)r->trylock_busy, (unsigned long long)r->timeouts,
+           (unsigned long long)(r->timeouts + r->timed_ok),
            harness_failures(r) ? "FAIL" : "ok");
     fflush(stdout);
+}
+
+/* Every thread count on one spec: the failed runs.  A spec whose timed
+ * lock works must have timed out somewhere (the deadlines are short enough
+ * that it does under contention); one that answered ENOTSUP is exempt. */
+static int run_spec(const char *spec, const int *threads, int nthreads, int millis, int *runs)
+{
+    int failed = 0;
+    uint64_t timeouts = 0, timed = 0;
+    bool unsupported = false;
+    for (int t = 0; t < nthreads; t++) {
+        harness_result_t r;
+        if (harness_run(&harness_baton_ops, spec, threads[t], millis, &r) != 0) {
+            failed++;
+            continue;
+        }
+        print(spec, threads[t], &r);
+        (*runs)++;
+        failed += harness_failures(&r) > 0 || r.ops < (uint64_t)threads[t];
+        timeouts += r.timeouts;
+        timed += r.timeouts + r.timed_ok;
+        unsupported |= r.timed_unsupported;
+    }
+    if (!unsupported && timed > 0 && timeouts == 0) {
+        printf("%-24s FAIL: %llu timed locks and none timed out\n", spec, (unsigned long long)timed);
+        failed++;
+    }
+    return failed;
 }
 
 int main(int argc, char **argv)
@@ -141,7 +193,7 @@ int main(int argc, char **argv)
     int threads[8] = {2, 4, 16};
     int nthreads = 3;
     const char *kinds = NULL;
-    bool broken = false, broken_order = false;
+    bool broken = false, broken_order = false, broken_timed = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--millis") && i + 1 < argc)
             millis = atoi(argv[++i]);
@@ -153,8 +205,11 @@ int main(int argc, char **argv)
             broken = true;
         else if (!strcmp(argv[i], "--broken-order"))
             broken_order = true;
+        else if (!strcmp(argv[i], "--broken-timed"))
+            broken_timed = true;
         else {
-            fprintf(stderr, "usage: %s [--millis N] [--threads LIST] [--kinds LIST] [--broken | --broken-order]\n",
+            fprintf(stderr, "usage: %s [--millis N] [--threads LIST] [--kinds LIST] "
+                            "[--broken | --broken-order | --broken-timed]\n",
                     argv[0]);
             return 2;
         }
@@ -172,6 +227,33 @@ int main(int argc, char **argv)
             caught += r.out_of_order > 0 && r.overlaps == 0 && r.torn == 0;
         }
         printf("%s: harness caught the reordering delegation in %d of %d runs\n",
+               caught == nthreads ? "PASS" : "FAIL", caught, nthreads);
+        return caught == nthreads ? 0 : 1;
+    }
+
+    if (broken_timed) {
+        /* A timed lock that claims the lock on a time-out: the exclusion
+         * checks must fire at every thread count (up to 10 runs each, as
+         * for --broken). */
+        lying_timed_ops = harness_baton_ops;
+        lying_timed_ops.name = "lying-timed";
+        lying_timed_ops.clocklock = lt_clocklock;
+        lying_timed_ops.unlock = lt_unlock;
+        lying_timed_ops.execute = NULL;
+        lying_timed_ops.delegate = NULL;
+        int caught = 0;
+        for (int t = 0; t < nthreads; t++) {
+            for (int attempt = 0; attempt < 10; attempt++) {
+                harness_result_t r;
+                harness_run_ex(&lying_timed_ops, "mcs:spinpark", threads[t], millis, false, &r);
+                print("lying-timed", threads[t], &r);
+                if (r.overlaps + r.torn > 0) {
+                    caught++;
+                    break;
+                }
+            }
+        }
+        printf("%s: harness caught the lying timed lock in %d of %d runs\n",
                caught == nthreads ? "PASS" : "FAIL", caught, nthreads);
         return caught == nthreads ? 0 : 1;
     }
@@ -231,16 +313,7 @@ int main(int argc, char **argv)
                 continue;
             }
             baton_lock_free(probe);
-            for (int t = 0; t < nthreads; t++) {
-                harness_result_t r;
-                if (harness_run(&harness_baton_ops, spec, threads[t], millis, &r) != 0) {
-                    failures++;
-                    continue;
-                }
-                print(spec, threads[t], &r);
-                runs++;
-                failures += harness_failures(&r) > 0 || r.ops < (uint64_t)threads[t];
-            }
+            failures += run_spec(spec, threads, nthreads, millis, &runs);
         }
     }
     /* Options that change a protocol get runs of their own. */
@@ -273,16 +346,7 @@ int main(int argc, char **argv)
     for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++) {
         if (!in_list(kinds, extra[e].kind))
             continue;
-        for (int t = 0; t < nthreads; t++) {
-            harness_result_t r;
-            if (harness_run(&harness_baton_ops, extra[e].spec, threads[t], millis, &r) != 0) {
-                failures++;
-                continue;
-            }
-            print(extra[e].spec, threads[t], &r);
-            runs++;
-            failures += harness_failures(&r) > 0 || r.ops < (uint64_t)threads[t];
-        }
+        failures += run_spec(extra[e].spec, threads, nthreads, millis, &runs);
     }
     printf("%s: %d runs, %d failed\n", failures ? "FAIL" : "PASS", runs, failures);
     return failures ? 1 : 0;

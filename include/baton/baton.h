@@ -62,6 +62,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* clockid_t, also under strict ISO C */
+#include <time.h>
 
 #include <baton/visibility.h>
 
@@ -102,7 +104,8 @@ enum {
     BATON_CAP_DETACH   = 1u << 8, /* baton_delegate returns before the operation has run */
     BATON_CAP_RW       = 1u << 9, /* baton_rlock admits many readers at once */
     BATON_CAP_SERVER   = 1u << 10, /* operations run on dedicated server threads */
-    BATON_CAP_WRAPPER  = 1u << 11  /* wraps another kind: spec "name(<inner spec>)" */
+    BATON_CAP_WRAPPER  = 1u << 11, /* wraps another kind: spec "name(<inner spec>)" */
+    BATON_CAP_TIMED    = 1u << 12  /* baton_timedlock waits (wrappers: where the inner kind's does) */
 };
 
 typedef struct baton_kind_info {
@@ -172,6 +175,28 @@ BATON_INLINE_API int baton_unlock(baton_lock_t *lock)
 }
 #endif
 
+/* Timed acquisition, as pthread_mutex_timedlock/clocklock: wait for the
+ * lock until the absolute time abstime on CLOCK_REALTIME (timedlock) or on
+ * `clock` (clocklock: CLOCK_REALTIME or CLOCK_MONOTONIC).  The wait is a
+ * real one, through the kind's own slow path and the wait layer (a timed
+ * sleep in the kernel under parking policies), not polling.  Returns
+ *   0          the lock is held (also when it came just as time ran out)
+ *   ETIMEDOUT  abstime passed first; the call left no trace in the lock
+ *              (nothing queued that a later acquisition would wait for)
+ *   EINVAL     clocklock with another clock (always); a tv_nsec outside
+ *              [0, 1e9) or a NULL abstime, but only when the call would
+ *              block: a free lock is taken whatever the timespec, as glibc
+ *              does
+ *   EDEADLK    check=1 and the caller holds the lock
+ *   ENOTSUP    the kind offers no timed acquisition (the lock servers;
+ *              rcl and ccsynch, which offer no lock at all), with a
+ *              message from baton_last_error()
+ * An abstime already past is a trylock that answers ETIMEDOUT for EBUSY.
+ * How each kind waits, and what a waiter that times out does to its queue,
+ * is in docs/architecture.md ("Timed waits"). */
+BATON_API int baton_timedlock(baton_lock_t *lock, const struct timespec *abstime);
+BATON_API int baton_clocklock(baton_lock_t *lock, clockid_t clock, const struct timespec *abstime);
+
 /* Run fn(ctx) under mutual exclusion; returns after fn has run. */
 BATON_API int baton_execute(baton_lock_t *lock, baton_fn fn, void *ctx);
 /* Run fn on a copy of args[0..size) under mutual exclusion.  Returns once
@@ -213,6 +238,16 @@ BATON_API int baton_future_ready(const baton_future_t *f);
  * execute, delegate); for every other kind rlock is lock. */
 BATON_API int baton_rlock(baton_lock_t *lock);
 BATON_API int baton_runlock(baton_lock_t *lock);
+/* A reader's trylock: 0, or EBUSY while a writer holds the lock or waits
+ * for it (the RW kinds prefer writers by default).  Kinds without readers:
+ * baton_trylock(). */
+BATON_API int baton_rtrylock(baton_lock_t *lock);
+/* A reader's timed entry, with the errors of baton_timedlock/clocklock
+ * (no EDEADLK: readers are not tracked).  Kinds without readers:
+ * baton_timedlock/clocklock.  A reader that times out leaves the reader
+ * indicator as it found it. */
+BATON_API int baton_rtimedlock(baton_lock_t *lock, const struct timespec *abstime);
+BATON_API int baton_rclocklock(baton_lock_t *lock, clockid_t clock, const struct timespec *abstime);
 
 /* Counters a kind keeps about itself (zero where a kind keeps none). */
 typedef struct baton_stats {
@@ -296,4 +331,8 @@ BATON_API const char *baton_version(void);
 #ifdef __cplusplus
 }
 #endif
+
+/* Condition variables over any of these locks. */
+#include <baton/cond.h>
+
 #endif /* BATON_BATON_H */

@@ -33,6 +33,9 @@ BATON_API int baton_clh_init(baton_clh_t *l, const baton_wait_t *wait); /* wait 
 BATON_API int baton_clh_destroy(baton_clh_t *l);
 BATON_API void baton_clh_lock(baton_clh_t *l);
 BATON_API int baton_clh_trylock(baton_clh_t *l);
+/* Queue and wait for the lock until d: 0, or ETIMEDOUT, after which the
+ * waiter's node tells its successor whom to wait on instead (see clh.c). */
+BATON_API int baton_clh_timedlock(baton_clh_t *l, const baton_deadline_t *d);
 BATON_API int baton_clh_unlock(baton_clh_t *l); /* EPERM unless the caller holds it */
 /* Unlock a held lock whatever thread calls (what a NORMAL pthread mutex
  * allows); 0, and nothing done, on a free lock. */

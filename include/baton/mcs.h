@@ -33,6 +33,9 @@ BATON_API int baton_mcs_init(baton_mcs_t *l, const baton_wait_t *wait); /* wait 
 BATON_API int baton_mcs_destroy(baton_mcs_t *l);
 BATON_API void baton_mcs_lock(baton_mcs_t *l);
 BATON_API int baton_mcs_trylock(baton_mcs_t *l);
+/* Queue and wait for the lock until d: 0, or ETIMEDOUT, after which the
+ * waiter's node is passed over by the next hand-over (see mcs.c). */
+BATON_API int baton_mcs_timedlock(baton_mcs_t *l, const baton_deadline_t *d);
 BATON_API int baton_mcs_unlock(baton_mcs_t *l); /* EPERM unless the caller holds it */
 /* Unlock a held lock whatever thread calls (what a NORMAL pthread mutex
  * allows); 0, and nothing done, on a free lock. */

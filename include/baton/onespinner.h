@@ -37,6 +37,9 @@ BATON_API int baton_onespinner_init(baton_onespinner_t *l, const baton_wait_t *w
 BATON_API int baton_onespinner_destroy(baton_onespinner_t *l);
 BATON_API void baton_onespinner_lock(baton_onespinner_t *l);
 BATON_API int baton_onespinner_trylock(baton_onespinner_t *l);
+/* Wait for the lock until d without queueing: 0, or ETIMEDOUT (see
+ * onespinner.c: a timed waiter gets the lock when no one queues). */
+BATON_API int baton_onespinner_timedlock(baton_onespinner_t *l, const baton_deadline_t *d);
 BATON_API int baton_onespinner_unlock(baton_onespinner_t *l); /* EPERM unless the caller holds it */
 /* Unlock a held lock whatever thread calls (what a NORMAL pthread mutex
  * allows); 0, and nothing done, on a free lock. */

@@ -59,6 +59,7 @@ typedef struct baton_relay {
     uint32_t slice_ns; /* an owner's tenure while others wait */
     _Atomic(struct baton_qnode *) tail;
     _Atomic(struct baton_qnode *) head; /* the queue head's node, set by the head */
+    _Atomic(struct baton_qnode *) zombies; /* nodes of timed waiters that gave up (relay.c) */
     /* Tenure accounting, written only by the owner (ordered by the lock). */
     _Atomic uint32_t count;  /* releases; the tenure is checked every 64th;
                                 the head reads it to tell a busy owner from
@@ -75,6 +76,11 @@ typedef struct baton_relay {
 BATON_API int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait, uint32_t slice_ns); /* NULL, 0: defaults */
 BATON_API int baton_relay_destroy(baton_relay_t *l);
 BATON_API void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self);
+/* Wait for the lock until d: 0, or ETIMEDOUT.  A timed waiter queues and
+ * waits as lock()'s do; one that gives up leaves the queue at once as the
+ * head, and behind the head is passed over by the next promotion (see
+ * relay.c). */
+BATON_API int baton_relay_timedlock(baton_relay_t *l, const baton_deadline_t *d);
 BATON_API void baton_relay_hand_over(baton_relay_t *l, struct baton_qnode *head);
 BATON_API struct baton_qnode *baton_relay_tenure_over(baton_relay_t *l, uintptr_t self);
 
@@ -114,8 +120,13 @@ static inline int baton_relay_release_as(baton_relay_t *l, uintptr_t holder)
     /* Acquire pairs with the head's release store of `handoff`, so that the
      * hand-over path sees the head's node. */
     if (BATON_UNLIKELY(baton_load(&l->handoff, memory_order_acquire) != 0)) {
-        baton_relay_hand_over(l, baton_load(&l->head, memory_order_relaxed));
-        return 0;
+        /* Relaxed: see above.  NULL: the head that demanded gave up its
+         * wait (a timed one) just now; release as below. */
+        struct baton_qnode *h = baton_load(&l->head, memory_order_relaxed);
+        if (h != NULL) {
+            baton_relay_hand_over(l, h);
+            return 0;
+        }
     }
     /* Our tenure is over if others wait and a slice has passed. */
     /* Relaxed load and store, not an atomic increment: only the owner

@@ -15,6 +15,8 @@
  *   heir   the queue head's node while it waits: the one waiter that may
  *          spin; everyone behind it sleeps
  *   deadline, owner_cpu: the heir's tenure deadline; where the owner ran
+ *   zombies  queue nodes of timed waiters that gave up, for the owner's
+ *          next slow release to recycle (flag ZOMBIE)
  *
  * Acquire: one CAS 0 -> self.  Whoever runs when the lock is free takes it
  * (barging), so a thread that loops on the lock keeps it, and its data, on
@@ -68,26 +70,35 @@ struct baton_qnode;
 /* flags: set by the heir, read by the owner's unlock. */
 #define BATON_RUNNER_DEMAND 1u      /* hand the lock to the heir if it spins */
 #define BATON_RUNNER_HEIR_PARKED 2u /* the heir sleeps: wake it */
+/* Set by a timed waiter that gave up: nodes wait in `zombies` for the next
+ * slow release to recycle them (runner.c). */
+#define BATON_RUNNER_ZOMBIE 4u
 
 typedef struct baton_runner {
     _Alignas(BATON_CACHELINE) _Atomic uintptr_t word;
     _Atomic uint32_t flags;
     _Atomic uint32_t count;
+    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
+     * handle here, on the line lock and unlock touch; never used by the lock. */
+    const void *api_handle;
     _Atomic(struct baton_qnode *) tail;
     _Atomic(struct baton_qnode *) heir;
     _Atomic uint64_t deadline; /* the heir's tenure deadline (ns) */
     _Atomic uint32_t owner_cpu; /* where the owner ran at its last check */
     uint32_t tenure_ns; /* 0: adaptive */
+    _Atomic(struct baton_qnode *) zombies; /* nodes of timed waiters that gave up */
     baton_wait_t wait;
-    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
-     * handle here, on the line lock and unlock touch; never used by the lock. */
-    const void *api_handle;
 } baton_runner_t;
 
 /* tenure_ns 0: adaptive (see runner.c). */
 BATON_API int baton_runner_init(baton_runner_t *l, const baton_wait_t *wait, uint32_t tenure_ns);
 BATON_API int baton_runner_destroy(baton_runner_t *l);
 BATON_API void baton_runner_lock_slow(baton_runner_t *l, uintptr_t self);
+/* Wait for the lock until d: 0, or ETIMEDOUT.  A timed waiter queues and
+ * waits as lock()'s do; one that gives up leaves the queue at once as the
+ * heir, and behind the head is passed over by the next promotion (see
+ * runner.c). */
+BATON_API int baton_runner_timedlock(baton_runner_t *l, const baton_deadline_t *d);
 /* Both return 0, so that the fast path can end in a tail call to them. */
 BATON_API int baton_runner_release_slow(baton_runner_t *l);
 BATON_API int baton_runner_release_check(baton_runner_t *l);

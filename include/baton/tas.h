@@ -35,6 +35,8 @@ enum { BATON_TAS_FREE = 0, BATON_TAS_HELD = 1, BATON_TAS_SLEEPERS = 2 };
 BATON_API int baton_tas_init(baton_tas_t *l, const baton_wait_t *wait); /* wait NULL: spin */
 BATON_API int baton_tas_destroy(baton_tas_t *l);                        /* EBUSY if held */
 BATON_API void baton_tas_lock_slow(baton_tas_t *l);
+/* Wait for the lock until d: 0, or ETIMEDOUT (see tas.c). */
+BATON_API int baton_tas_timedlock(baton_tas_t *l, const baton_deadline_t *d);
 
 static inline int baton_tas_trylock(baton_tas_t *l)
 {

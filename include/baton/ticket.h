@@ -45,6 +45,9 @@ static inline void baton_ticket_lock(baton_ticket_t *l)
 }
 
 BATON_API int baton_ticket_trylock(baton_ticket_t *l);
+/* Wait for the lock until d without taking a ticket: 0, or ETIMEDOUT (see
+ * ticket.c: a timed waiter gets the lock only when no ticket is out). */
+BATON_API int baton_ticket_timedlock(baton_ticket_t *l, const baton_deadline_t *d);
 
 static inline int baton_ticket_unlock(baton_ticket_t *l)
 {

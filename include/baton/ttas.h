@@ -30,6 +30,8 @@ typedef struct baton_ttas {
 BATON_API int baton_ttas_init(baton_ttas_t *l, const baton_wait_t *wait); /* wait NULL: backoff */
 BATON_API int baton_ttas_destroy(baton_ttas_t *l);
 BATON_API void baton_ttas_lock_slow(baton_ttas_t *l);
+/* Wait for the lock until d: 0, or ETIMEDOUT (see ttas.c). */
+BATON_API int baton_ttas_timedlock(baton_ttas_t *l, const baton_deadline_t *d);
 
 static inline int baton_ttas_trylock(baton_ttas_t *l)
 {

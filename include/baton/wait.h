@@ -36,6 +36,8 @@
 
 #include <baton/atomic.h>
 #include <stddef.h>
+#include <sys/types.h> /* clockid_t, also under strict ISO C */
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -145,6 +147,48 @@ BATON_API void baton_park(_Atomic uint32_t *word, uint32_t val);
 /* The same, for at most `ns` nanoseconds: the safety net of protocols whose
  * wake-up is best-effort (see relay.c). */
 BATON_API void baton_park_timeout(_Atomic uint32_t *word, uint32_t val, uint64_t ns);
+
+/* --- deadlines ---------------------------------------------------------------
+ *
+ * The timed calls (baton_timedlock() and the rest) take an absolute time on
+ * a clock, as POSIX does.  The wait layer sleeps until it in the kernel:
+ * FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time, and one on
+ * CLOCK_REALTIME with FUTEX_CLOCK_REALTIME, so that a change of the wall
+ * clock moves a realtime deadline, as POSIX wants.  A deadline is checked
+ * (tv_nsec in range, a supported clock) before it reaches these functions. */
+typedef struct baton_deadline {
+    struct timespec at; /* absolute, on `clock`; tv_nsec in [0, 1e9) */
+    clockid_t clock;    /* CLOCK_REALTIME or CLOCK_MONOTONIC */
+} baton_deadline_t;
+
+/* Nanoseconds until d, read on d's clock; 0 once it has passed. */
+BATON_API uint64_t baton_deadline_left(const baton_deadline_t *d);
+
+/* Sleep in the kernel while *word == val, until woken or until d passes.
+ * Returns ETIMEDOUT once d has passed (the kernel said so, or d lies
+ * before the epoch), else 0: woken, the word changed, or interrupted, and
+ * the caller re-checks.  errno is left as it was. */
+BATON_API int baton_park_until(_Atomic uint32_t *word, uint32_t val, const baton_deadline_t *d);
+
+/* Sleep while *word == val for at most ns, and not past d (NULL: no
+ * deadline): the bounded sleep of a protocol whose wake-ups are best
+ * effort, for a waiter that also has a deadline.  Callers re-check. */
+BATON_API void baton_park_for(_Atomic uint32_t *word, uint32_t val, uint64_t ns, const baton_deadline_t *d);
+
+/* baton_wait_while_eq() with a deadline: 0 with the new value (bit
+ * masked off) in *seen once the word changed, or ETIMEDOUT once d has
+ * passed with the word still holding old (then *seen is old; the parked
+ * bit may be left set in the word, which costs a later waker one futex
+ * wake, never a lost one).  The load that sees the change is an acquire,
+ * as in baton_wait_while_eq(). */
+BATON_API int baton_wait_while_eq_until(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
+                                        const baton_deadline_t *d, uint32_t *seen);
+
+/* One pause of a timed wait that nobody wakes (readers leaving, a lock
+ * some protocol never parks on): the policy's pause while it spins, a
+ * sched_yield() once it would park.  Returns false, without pausing, once
+ * d has passed. */
+BATON_API bool baton_waiter_pause_until(baton_waiter_t *s, const baton_deadline_t *d);
 
 /* Costs measured on the running machine, once, at first use. */
 typedef struct baton_calibration {

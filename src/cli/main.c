@@ -56,7 +56,7 @@ static int cmd_kinds(void)
 {
     const baton_kind_info_t *k;
     size_t n = baton_kinds(&k);
-    printf("%-12s %-9s %-44s %s\n", "kind", "default", "capabilities", "summary");
+    printf("%-12s %-9s %-50s %s\n", "kind", "default", "capabilities", "summary");
     for (size_t i = 0; i < n; i++) {
         char caps[128] = "";
         static const struct { unsigned bit; const char *name; } names[] = {
@@ -65,13 +65,13 @@ static int cmd_kinds(void)
             {BATON_CAP_NOCOLLAPSE, "nocollapse"}, {BATON_CAP_EXECUTE, "execute"},
             {BATON_CAP_DELEGATE, "delegate"}, {BATON_CAP_DETACH, "detach"},
             {BATON_CAP_RW, "rw"},           {BATON_CAP_SERVER, "server"},
-            {BATON_CAP_WRAPPER, "wrapper"}};
+            {BATON_CAP_WRAPPER, "wrapper"},  {BATON_CAP_TIMED, "timed"}};
         for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
             if (k[i].caps & names[j].bit) {
                 strncat(caps, caps[0] ? "," : "", sizeof caps - strlen(caps) - 1);
                 strncat(caps, names[j].name, sizeof caps - strlen(caps) - 1);
             }
-        printf("%-12s %-9s %-44s %s\n", k[i].name, k[i].default_wait, caps, k[i].summary);
+        printf("%-12s %-9s %-50s %s\n", k[i].name, k[i].default_wait, caps, k[i].summary);
         if (k[i].options[0])
             printf("%-12s options: %s\n", "", k[i].options);
     }

@@ -15,9 +15,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SPEC_MAX 160
 
@@ -39,6 +41,7 @@ struct lock_block {
     int (*delegate)(void *, baton_fn, const void *, size_t, baton_future_t *);
     baton_wait_t fwait; /* how a future of this lock is waited for */
     int check;
+    bool timed; /* baton_timedlock waits (else ENOTSUP): the kind's, or its inner lock's */
     _Atomic uintptr_t owner; /* check mode only */
     const baton_kind_t *kind;
     struct baton_lock *handle;
@@ -167,6 +170,7 @@ baton_lock_t *baton_lock_new(const char *spec)
         errno = rc;
         return NULL;
     }
+    b->timed = k->timedlock != NULL && (k->timed == NULL || k->timed(state));
     /* The handle last: init owns its state whole, the slot included.  The
      * inline entry points take the out-of-line path for owner checks and
      * for kinds without lock/unlock: one test on the hot path. */
@@ -283,6 +287,69 @@ int baton_unlock(baton_lock_t *l)
     return o->unlock((char *)l + o->state_delta);
 }
 
+/* --- timed acquisition ------------------------------------------------------ *
+ * POSIX's order of checks, as glibc makes them: a clock other than
+ * CLOCK_REALTIME or CLOCK_MONOTONIC is refused first (EINVAL), then the
+ * lock is tried, and only a call that would block looks at the deadline
+ * (EINVAL for a tv_nsec out of range; an uncontended lock with a bad
+ * timespec is taken).  A kind without a timed acquisition answers ENOTSUP
+ * whether or not it would block, so that its callers find out at once. */
+
+static bool clock_supported(clockid_t clock)
+{
+    return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+static int bad_clock(baton_lock_t *l, const char *what, clockid_t clock)
+{
+    return baton_fail(EINVAL, "%s on lock '%s': clock %d is neither CLOCK_REALTIME nor CLOCK_MONOTONIC",
+                      what, block_of(l)->spec, (int)clock);
+}
+
+/* The blocking half: check the deadline, then wait through the kind. */
+static int timed_wait(baton_lock_t *l, int (*op)(void *, const baton_deadline_t *), clockid_t clock,
+                      const struct timespec *abstime, const char *what)
+{
+    if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+        return baton_fail(EINVAL, "%s on lock '%s': the deadline's tv_nsec is out of range [0, 1e9)", what,
+                          block_of(l)->spec);
+    baton_deadline_t d = {.at = *abstime, .clock = clock};
+    return op(state_of(l), &d);
+}
+
+static int no_timed(baton_lock_t *l, const char *what)
+{
+    return baton_fail(ENOTSUP, "%s: lock kind '%s' has no timed acquisition (docs/architecture.md, "
+                               "\"Timed waits\", says why); use baton_lock() or baton_trylock()",
+                      what, block_of(l)->kind->name);
+}
+
+int baton_clocklock(baton_lock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+    if (!clock_supported(clock))
+        return bad_clock(l, "timedlock", clock);
+    struct lock_block *b = block_of(l);
+    if (!b->kind->lock)
+        return not_offered(b, "timedlock");
+    if (!b->timed)
+        return no_timed(l, "timedlock");
+    uintptr_t self = baton_self_token();
+    /* Relaxed: as in checked_lock(). */
+    if (b->check && atomic_load_explicit(&b->owner, memory_order_relaxed) == self)
+        return baton_fail(EDEADLK, "lock '%s' locked again by its owner (locks are not recursive)", b->spec);
+    int rc = l->ops->trylock(state_of(l));
+    if (rc == EBUSY)
+        rc = timed_wait(l, b->kind->timedlock, clock, abstime, "timedlock");
+    if (rc == 0 && b->check)
+        atomic_store_explicit(&b->owner, self, memory_order_relaxed); /* as in checked_lock() */
+    return rc;
+}
+
+int baton_timedlock(baton_lock_t *l, const struct timespec *abstime)
+{
+    return baton_clocklock(l, CLOCK_REALTIME, abstime);
+}
+
 /* --- execute, delegate, futures ------------------------------------------ */
 
 _Thread_local baton_cs_frame_t *baton_cs_top __attribute__((tls_model("initial-exec")));
@@ -396,6 +463,34 @@ int baton_runlock(baton_lock_t *l)
     return baton_unlock(l);
 }
 
+int baton_rtrylock(baton_lock_t *l)
+{
+    if (!block_of(l)->kind->rlock)
+        return baton_trylock(l);
+    if (!block_of(l)->kind->tryrlock)
+        return baton_fail(ENOTSUP, "rtrylock: lock kind '%s' has no reader trylock", block_of(l)->kind->name);
+    return block_of(l)->kind->tryrlock(state_of(l));
+}
+
+int baton_rclocklock(baton_lock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+    if (!block_of(l)->kind->rlock)
+        return baton_clocklock(l, clock, abstime);
+    if (!clock_supported(clock))
+        return bad_clock(l, "rtimedlock", clock);
+    if (!block_of(l)->kind->timedrlock || !block_of(l)->kind->tryrlock)
+        return no_timed(l, "rtimedlock");
+    int rc = block_of(l)->kind->tryrlock(state_of(l));
+    if (rc == EBUSY)
+        rc = timed_wait(l, block_of(l)->kind->timedrlock, clock, abstime, "rtimedlock");
+    return rc;
+}
+
+int baton_rtimedlock(baton_lock_t *l, const struct timespec *abstime)
+{
+    return baton_rclocklock(l, CLOCK_REALTIME, abstime);
+}
+
 int baton_lock_stats(const baton_lock_t *l, baton_stats_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -418,6 +513,11 @@ void *baton_lock_state(baton_lock_t *l)
 const baton_kind_t *baton_lock_ops(const baton_lock_t *l)
 {
     return block_of(l)->kind;
+}
+
+int baton_lock_timed(const baton_lock_t *l)
+{
+    return block_of(l)->timed;
 }
 
 int baton_lock_checks(const baton_lock_t *l)

@@ -41,6 +41,9 @@ const baton_kind_t *baton_lock_ops(const baton_lock_t *lock);
  * owner the API recorded (check=1).  0 and nothing done on a free lock.
  * Internal: wrapper kinds release their inner lock with it. */
 int baton_lock_release(baton_lock_t *lock);
+/* Can the lock's writers time their waits (baton_timedlock)?  Internal:
+ * wrapper kinds answer the kind table's `timed` with their inner lock's. */
+int baton_lock_timed(const baton_lock_t *lock);
 /* Does the dynamic API check the lock's owner (check=1)?  Then a wrapper
  * must call it through the API rather than the kind's ops. */
 int baton_lock_checks(const baton_lock_t *lock);

@@ -269,6 +269,18 @@ static void fc_lock(void *state)
         (void)baton_wait_while_eq(&l->wait, &l->combiner, 1u);
 }
 
+/* The combiner lock until d: the same wait, woken by fc_drop_combiner(). */
+static int fc_timedlock(void *state, const baton_deadline_t *d)
+{
+    fc_lock_t *l = state;
+    uint32_t seen;
+    while (!fc_try_combiner(l))
+        /* Acquire inside, as in fc_lock(); the retried CAS decides. */
+        if (baton_wait_while_eq_until(&l->wait, &l->combiner, 1u, d, &seen) == ETIMEDOUT)
+            return fc_try_combiner(l) ? 0 : ETIMEDOUT;
+    return 0;
+}
+
 static int fc_trylock(void *state)
 {
     fc_lock_t *l = state;
@@ -360,12 +372,12 @@ const baton_kind_t baton_kind_fc = {
     .name = "fc",
     .summary = "flat combining: a combiner runs the requests published in per-thread records",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT,
+            BATON_CAP_WAIT | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
     .size = sizeof(fc_lock_t), .align = _Alignof(fc_lock_t),
     .options = fc_options, .noptions = sizeof fc_options / sizeof fc_options[0],
-    .init = fc_init, .destroy = fc_destroy, .lock = fc_lock, .trylock = fc_trylock,
+    .init = fc_init, .destroy = fc_destroy, .lock = fc_lock, .trylock = fc_trylock, .timedlock = fc_timedlock,
     /* The unlock needs no owner (the combiner word), and leaves a free lock
      * free. */
     .unlock = fc_unlock, .release = fc_unlock, .is_locked = fc_is_locked,

@@ -92,6 +92,26 @@ static int k_trylock(void *s)
     return 0;
 }
 
+/* Timed exclusive use: the group's mutex, then the global lock, each until
+ * d; a time-out on the global lock lets the group's mutex go again (and
+ * leaves the CLH queue as its timed lock does, baton/clh.h). */
+static int k_timedlock(void *s, const baton_deadline_t *d)
+{
+    hqd_lock_t *l = s;
+    uint32_t g;
+    qd_core_t *c = my_group(l, &g);
+    int rc = baton_ttas_timedlock(&c->mutex, d);
+    if (rc != 0)
+        return rc;
+    rc = baton_clh_timedlock(&l->global, d);
+    if (rc != 0) {
+        baton_ttas_unlock(&c->mutex);
+        return rc;
+    }
+    l->held_group = g;
+    return 0;
+}
+
 /* The global lock by `release_global`, then the holder's group mutex. */
 static int unlock_by(hqd_lock_t *l, int (*release_global)(baton_clh_t *))
 {
@@ -211,12 +231,12 @@ const baton_kind_t baton_kind_hqd = {
     .name = "hqd",
     .summary = "hierarchical queue delegation: one QD lock per core group under a global CLH lock",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE,
+            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
     .size = sizeof(hqd_lock_t), .align = _Alignof(hqd_lock_t),
     .options = hqd_options, .noptions = sizeof hqd_options / sizeof hqd_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock, .timedlock = k_timedlock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
     .execute = hqd_execute, .delegate = hqd_delegate, .stats = k_stats, .footprint = k_footprint,
 };

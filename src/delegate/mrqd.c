@@ -97,6 +97,29 @@ static int k_trylock(void *s)
     return 0;
 }
 
+/* Timed exclusive use: the mutex until d, then readers leaving until d;
+ * a writer that times out while readers stay lets the mutex go again. */
+static int k_timedlock(void *s, const baton_deadline_t *d)
+{
+    mrqd_lock_t *l = s;
+    int rc = baton_ttas_timedlock(&l->qd.mutex, d);
+    if (rc != 0)
+        return rc;
+    ri_writer_mark(&l->qd.mutex.word);
+    if (!ri_wait_empty_until(&l->readers, &l->qd.wait, d)) {
+        baton_ttas_unlock(&l->qd.mutex);
+        return ETIMEDOUT;
+    }
+    return 0;
+}
+
+/* A reader's timed entry (indicator.h): departed again if it times out. */
+static int k_timedrlock(void *s, const baton_deadline_t *d)
+{
+    mrqd_lock_t *l = s;
+    return ri_timedrlock(&l->readers, &l->qd.mutex.word, &l->write_barrier, l->read_patience, &l->qd.wait, d);
+}
+
 static int k_unlock(void *s) { return baton_ttas_unlock(&((mrqd_lock_t *)s)->qd.mutex); }
 static int k_is_locked(void *s) { return baton_ttas_is_locked(&((mrqd_lock_t *)s)->qd.mutex); }
 static int k_has_readers(void *s) { return ri_query(&((mrqd_lock_t *)s)->readers); }
@@ -149,12 +172,13 @@ const baton_kind_t baton_kind_mrqd = {
     .name = "mrqd",
     .summary = "multi-reader queue delegation: readers share, writes are delegated and detach",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_RW | BATON_CAP_NOCOLLAPSE,
+            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_RW | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
     .size = sizeof(mrqd_lock_t), .align = _Alignof(mrqd_lock_t),
     .options = mrqd_options, .noptions = sizeof mrqd_options / sizeof mrqd_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock, .timedlock = k_timedlock,
+    .timedrlock = k_timedrlock,
     /* The unlock needs no owner (the mutex's), and leaves a free lock free. */
     .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
     .execute = mrqd_execute, .delegate = mrqd_delegate, .rlock = mrqd_rlock,

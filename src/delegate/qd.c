@@ -415,6 +415,31 @@ static int k_trylock(void *s)
     return EBUSY;
 }
 
+/* The mutex's timed wait.  With a resident helper (tenure_us), the wait of
+ * qdt_lock() with a deadline: it takes an away session over, and, like
+ * qdt_lock(), never sleeps while a resident may be away (it would wake no
+ * one): it pauses by the policy, then yields. */
+static int k_timedlock(void *s, const baton_deadline_t *d)
+{
+    qd_lock_t *l = s;
+    if (!l->tenure_ns)
+        return baton_ttas_timedlock(&l->core.mutex, d);
+    const uintptr_t token = baton_self_token();
+    baton_waiter_t w;
+    baton_waiter_init(&w, &l->core.wait);
+    for (;;) {
+        if (baton_ttas_trylock(&l->core.mutex) == 0)
+            return 0;
+        /* seq_cst: as in qdt_after_enqueue. */
+        if (qdt_steal(l, baton_load(&l->resident, memory_order_seq_cst), token)) {
+            qdt_take_over(l, true);
+            return 0;
+        }
+        if (!baton_waiter_pause_until(&w, d))
+            return ETIMEDOUT;
+    }
+}
+
 static int k_unlock(void *s) { return baton_ttas_unlock(&((qd_lock_t *)s)->core.mutex); }
 static int k_is_locked(void *s) { return baton_ttas_is_locked(&((qd_lock_t *)s)->core.mutex); }
 static void k_stats(void *s, baton_stats_t *out) { qd_core_stats(&((qd_lock_t *)s)->core, out); }
@@ -423,13 +448,13 @@ const baton_kind_t baton_kind_qd = {
     .name = "qd",
     .summary = "queue delegation: a lock holder runs operations others enqueue; delegate detaches",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE,
+            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
     .size = sizeof(qd_lock_t), .align = _Alignof(qd_lock_t),
     .options = qd_options, .noptions = sizeof qd_options / sizeof qd_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     /* The unlock needs no owner (the mutex's), and leaves a free lock free. */
-    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked, .timedlock = k_timedlock,
     .execute = qd_execute, .delegate = qd_delegate, .stats = k_stats, .footprint = qd_core_footprint,
 };

@@ -131,6 +131,14 @@ static inline int inner_trylock(elide_lock_t *l)
     return BATON_LIKELY(l->direct) ? l->ik->trylock(l->is) : baton_trylock(l->inner);
 }
 
+/* The inner kind's timed wait (ENOTSUP where it has none). */
+static int inner_timedlock(elide_lock_t *l, const baton_deadline_t *d)
+{
+    if (l->direct && l->ik->timedlock)
+        return l->ik->timedlock(l->is, d);
+    return baton_clocklock(l->inner, d->clock, &d->at);
+}
+
 /* The calling thread's elided locks (flat nesting).  Entries are the lock's
  * address with bit 0 set for a reader's. */
 typedef struct nest {
@@ -481,6 +489,37 @@ static BATON_RTM_FN void k_runlock(void *s)
         wake_waiters(l);
 }
 
+/* Timed entries never speculate: a transaction cannot sleep, and the
+ * caller's trylock (the API's first step) already made one speculative
+ * try.  Inside one of our transactions they join it as lock does (a busy
+ * lock aborts it, and the real run, outside any transaction, waits). */
+static BATON_RTM_FN int k_timedlock(void *s, const baton_deadline_t *d)
+{
+    elide_lock_t *l = s;
+    if (baton_htm_mode() != BATON_HTM_NONE && nest.n > 0) {
+        join(l, 0);
+        return 0;
+    }
+    int rc = inner_timedlock(l, d);
+    if (rc == 0 && baton_htm_mode() != BATON_HTM_NONE)
+        baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_lock() */
+    return rc;
+}
+
+static bool k_timed(void *s) { return baton_lock_timed(((elide_lock_t *)s)->inner) != 0; }
+
+static BATON_RTM_FN int k_timedrlock(void *s, const baton_deadline_t *d)
+{
+    elide_lock_t *l = s;
+    if (!l->rw)
+        return k_timedlock(s, d);
+    if (baton_htm_mode() != BATON_HTM_NONE && nest.n > 0) {
+        join(l, 1);
+        return 0;
+    }
+    return baton_rclocklock(l->inner, d->clock, &d->at);
+}
+
 static BATON_RTM_FN int k_tryrlock(void *s)
 {
     elide_lock_t *l = s;
@@ -714,14 +753,15 @@ const baton_kind_t baton_kind_elide = {
      * readers-writer kind (elide(rw(mcs)), elide(mrqd)); over a mutex kind
      * rlock is lock, as for every mutex kind. */
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WRAPPER,
+            BATON_CAP_WRAPPER | BATON_CAP_TIMED,
     .waits = BATON_WAITS_NONE,
     .default_wait = BATON_NO_WAIT,
     .size = sizeof(elide_lock_t), .align = _Alignof(elide_lock_t),
     .options = elide_options, .noptions = sizeof elide_options / sizeof elide_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .rlock = k_rlock,
-    .runlock = k_runlock, .tryrlock = k_tryrlock, .execute = k_execute, .delegate = k_delegate, .stats = k_stats,
+    .runlock = k_runlock, .tryrlock = k_tryrlock, .timedlock = k_timedlock, .timedrlock = k_timedrlock,
+    .timed = k_timed, .execute = k_execute, .delegate = k_delegate, .stats = k_stats,
     .wrapper = true,
     .footprint = k_footprint,
 };

@@ -8,6 +8,18 @@
  * CLH_RELEASED after the owner's unlock.  The lock owns one node (initially
  * a released dummy); each acquisition swaps a node in and adopts the
  * predecessor's node on release, so node ownership moves between threads.
+ *
+ * Time-outs (after Scott's CLH-try).  A timed waiter that gives up stores
+ * CLH_LEFT + the index of the node it waited on into its own node, and
+ * leaves.  Whoever moves past a left node (its successor's lock or timed
+ * lock, a trylock that finds it at the tail, destroy) then waits on the
+ * node it names instead, and recycles it: exactly one thread can move past
+ * a node, since only one waits on it.  A left node never holds the lock
+ * nor delays anyone; at the tail (nobody behind it) it is a marker that
+ * lock, trylock, is_locked and destroy read through.  Left nodes form
+ * chains when neighbours give up together; a chain ends at a node that is
+ * held or released.  The arena holds far fewer than 2^31 - 2 nodes (256
+ * GiB of them), so CLH_LEFT + index stays clear of the parked bit.
  */
 #include <baton/clh.h>
 #include "../core/thread.h"
@@ -15,7 +27,34 @@
 #include <errno.h>
 #include <stddef.h>
 
-enum { CLH_RELEASED = 0, CLH_HELD = 1 };
+enum { CLH_RELEASED = 0, CLH_HELD = 1, CLH_LEFT = 2 };
+
+/* The node a left node names (state CLH_LEFT + index). */
+static inline baton_qnode_t *left_to(uint32_t st)
+{
+    return baton_qnode_at(st - CLH_LEFT);
+}
+
+/* A node's state without the parked bit.  Acquire pairs with the release
+ * of the store that set it (an unlock, a waiter leaving). */
+static inline uint32_t state_of(baton_qnode_t *n)
+{
+    return baton_load(&n->state, memory_order_acquire) & ~BATON_WAIT_PARKED;
+}
+
+/* Wait (untimed) until pred is released, moving past left nodes; returns
+ * the released node. */
+static baton_qnode_t *wait_released(baton_clh_t *l, baton_qnode_t *pred)
+{
+    uint32_t st = baton_wait_while_eq(&l->wait, &pred->state, CLH_HELD); /* acquire inside */
+    while (st != CLH_RELEASED) {
+        baton_qnode_t *next = left_to(st);
+        baton_qnode_put(pred); /* we moved past it: ours to recycle */
+        pred = next;
+        st = baton_wait_while_eq(&l->wait, &pred->state, CLH_HELD);
+    }
+    return pred;
+}
 
 static inline uint64_t pack(baton_qnode_t *n)
 {
@@ -56,18 +95,40 @@ int baton_clh_init(baton_clh_t *l, const baton_wait_t *wait)
     return 0;
 }
 
+/* The first node at or before the tail node t that nobody left: a left
+ * node at the tail is a marker (see the top).  A racy look, like every
+ * is_locked: the chain is bounded in case nodes are recycled under it. */
+static baton_qnode_t *through_left(baton_qnode_t *t, uint32_t *st)
+{
+    uint32_t s = state_of(t);
+    for (unsigned i = 0; s >= CLH_LEFT && i < (1u << 20); i++) {
+        t = left_to(s);
+        s = state_of(t);
+    }
+    *st = s;
+    return t;
+}
+
 int baton_clh_is_locked(baton_clh_t *l)
 {
-    baton_qnode_t *t = unpack(baton_load(&l->tail, memory_order_acquire));
-    return (baton_load(&t->state, memory_order_relaxed) & ~BATON_WAIT_PARKED) != CLH_RELEASED;
+    uint32_t st;
+    (void)through_left(unpack(baton_load(&l->tail, memory_order_acquire)), &st);
+    return st != CLH_RELEASED;
 }
 
 int baton_clh_destroy(baton_clh_t *l)
 {
     if (baton_clh_is_locked(l))
         return EBUSY;
-    /* The released tail node belongs to the lock: recycle it. */
-    baton_qnode_put(unpack(baton_load(&l->tail, memory_order_acquire)));
+    /* The released node belongs to the lock, and left nodes at the tail to
+     * whoever moves past them: recycle them all. */
+    baton_qnode_t *t = unpack(baton_load(&l->tail, memory_order_acquire));
+    for (uint32_t st = state_of(t); st >= CLH_LEFT; st = state_of(t)) {
+        baton_qnode_t *next = left_to(st);
+        baton_qnode_put(t);
+        t = next;
+    }
+    baton_qnode_put(t);
     return 0;
 }
 
@@ -85,16 +146,17 @@ void baton_clh_lock(baton_clh_t *l)
     /* acq_rel: release publishes the node's state before a successor reads
      * it; acquire makes the predecessor node's contents visible. */
     baton_qnode_t *pred = unpack(baton_xchg(&l->tail, pack(n), memory_order_acq_rel));
-    (void)baton_wait_while_eq(&l->wait, &pred->state, CLH_HELD); /* acquire inside */
-    acquired(l, n, pred);
+    acquired(l, n, wait_released(l, pred));
 }
 
 int baton_clh_trylock(baton_clh_t *l)
 {
     uint64_t t = baton_load(&l->tail, memory_order_acquire);
-    baton_qnode_t *pred = unpack(t);
-    /* Acquire pairs with the releasing store of the predecessor's owner. */
-    if ((baton_load(&pred->state, memory_order_acquire) & ~BATON_WAIT_PARKED) != CLH_RELEASED)
+    /* Acquire inside pairs with the releasing store of the predecessor's
+     * owner (or of a waiter that left). */
+    uint32_t st;
+    baton_qnode_t *pred = through_left(unpack(t), &st);
+    if (st != CLH_RELEASED)
         return EBUSY;
     baton_qnode_t *n = baton_qnode_get();
     atomic_store_explicit(&n->state, CLH_HELD, memory_order_relaxed);
@@ -106,8 +168,43 @@ int baton_clh_trylock(baton_clh_t *l)
         baton_qnode_put(n);
         return EBUSY;
     }
+    /* We moved past the left nodes between the tail and pred (nobody else
+     * can now): recycle them. */
+    for (baton_qnode_t *x = unpack(t); x != pred;) {
+        baton_qnode_t *next = left_to(state_of(x));
+        baton_qnode_put(x);
+        x = next;
+    }
     acquired(l, n, pred);
     return 0;
+}
+
+int baton_clh_timedlock(baton_clh_t *l, const baton_deadline_t *d)
+{
+    baton_qnode_t *n = baton_qnode_get();
+    atomic_store_explicit(&n->state, CLH_HELD, memory_order_relaxed);
+    n->gen++;
+    /* acq_rel: as in baton_clh_lock(). */
+    baton_qnode_t *pred = unpack(baton_xchg(&l->tail, pack(n), memory_order_acq_rel));
+    for (;;) {
+        uint32_t st;
+        /* Acquire inside, as in wait_released(). */
+        if (baton_wait_while_eq_until(&l->wait, &pred->state, CLH_HELD, d, &st) == ETIMEDOUT)
+            break;
+        if (st == CLH_RELEASED) {
+            acquired(l, n, pred);
+            return 0;
+        }
+        baton_qnode_t *next = left_to(st);
+        baton_qnode_put(pred); /* we moved past it */
+        pred = next;
+    }
+    /* Leave: whoever waits on our node (now, or when it arrives) moves on
+     * to pred.  Release pairs with its acquire look at our state; the
+     * exchange inside wakes it if it sleeps.  Our node is no longer ours:
+     * the thread that moves past it recycles it. */
+    baton_wait_store(&l->wait, &n->state, CLH_LEFT + pred->index);
+    return ETIMEDOUT;
 }
 
 /* Release the hold of node n (the holder's, recorded at acquire), from
@@ -147,6 +244,7 @@ static int k_trylock(void *s) { return baton_clh_trylock(s); }
 static int k_unlock(void *s) { return baton_clh_unlock(s); }
 static int k_release(void *s) { return baton_clh_release(s); }
 static int k_is_locked(void *s) { return baton_clh_is_locked(s); }
+static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_clh_timedlock(s, d); }
 /* The lock owns one queue node from the arena (the dummy init takes). */
 static size_t k_footprint(const baton_opts_t *o) { (void)o; return sizeof(baton_qnode_t); }
 
@@ -154,11 +252,12 @@ const baton_kind_t baton_kind_clh = {
     .name = "clh",
     .summary = "CLH queue lock: FIFO, each waiter waits on its predecessor's node",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO,
+            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_clh_t), .align = _Alignof(baton_clh_t),
     .handle_slot = offsetof(baton_clh_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .footprint = k_footprint,
+    .timedlock = k_timedlock,
 };

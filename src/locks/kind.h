@@ -59,6 +59,18 @@ typedef struct baton_kind {
      * unlock needs its owner, and a foreign unlock gets EPERM. */
     int (*release)(void *state);
     int (*is_locked)(void *state);
+    /* Timed acquisition: wait for the lock until d (checked: a supported
+     * clock, tv_nsec in range).  0 once held, or ETIMEDOUT, after which the
+     * waiter has left no trace: nothing of it stays queued that a later
+     * acquisition would wait for, and the lock is exactly as if it had
+     * never come.  Called once a trylock has failed (api.c, the
+     * interposer), so it may skip its own first attempt.  Each kind's file
+     * says how it waits (docs/architecture.md, "Timed waits").  NULL: the
+     * kind cannot (ENOTSUP). */
+    int (*timedlock)(void *state, const baton_deadline_t *d);
+    /* Wrapper kinds: whether this lock's writers can time their waits (its
+     * inner lock's can).  NULL: timedlock says. */
+    bool (*timed)(void *state);
 
     /* Delegation kinds (src/delegate/) fill these in; NULL means api.c runs
      * the operation as lock, call, unlock.  `f`, when not NULL, must be made
@@ -70,6 +82,9 @@ typedef struct baton_kind {
     void (*rlock)(void *state);
     void (*runlock)(void *state);
     int (*tryrlock)(void *state); /* 0, or EBUSY while a writer holds or waits (NULL: trylock) */
+    /* A reader's timed entry, as timedlock (NULL with rlock: ENOTSUP;
+     * NULL without: timedlock). */
+    int (*timedrlock)(void *state, const baton_deadline_t *d);
     int (*has_readers)(void *state); /* 1 while a reader holds the lock (a racy look, for elide) */
     /* Counters (NULL: the kind keeps none). */
     void (*stats)(void *state, baton_stats_t *out);

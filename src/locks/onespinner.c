@@ -126,6 +126,53 @@ int baton_onespinner_trylock(baton_onespinner_t *l)
     return 0;
 }
 
+/* The timed lock takes no place in the queue.  An arrival's place is its
+ * monitor's generation in `tail`, and its successor reads a moved monitor
+ * as "my predecessor holds the lock": a waiter that left would have to move
+ * its monitor, and its successor would then wait only for `head` to stop
+ * naming it, which it never does; the successor would take the lock from
+ * under the real holder.  So a timed waiter waits on what the queue's own
+ * waiters watch, the last arrival's monitor (until that arrival holds the
+ * lock) and then `head` (until the holder releases), and takes the lock as
+ * trylock does, when no one queues.  Both words are published with
+ * baton_wait_store(), which wakes it.  It leaves nothing behind; under a
+ * queue that never drains it waits until its deadline. */
+int baton_onespinner_timedlock(baton_onespinner_t *l, const baton_deadline_t *d)
+{
+    const uint32_t id = baton_thread_monitor()->index + 1u;
+    for (;;) {
+        if (baton_onespinner_trylock(l) == 0)
+            return 0;
+        uint32_t seen;
+        /* Acquire pairs with the release of take() (monitor) and of the
+         * unlock (head); the waits below return at once if either moved
+         * since these looks. */
+        uint64_t t = baton_load(&l->tail, memory_order_acquire);
+        uint32_t prev = (uint32_t)t;
+        if (prev != 0 && prev != id) {
+            baton_qnode_t *pm = baton_qnode_at(prev - 1u);
+            uint32_t g = (uint32_t)(t >> 32);
+            if ((baton_load(&pm->state, memory_order_acquire) & GEN_MASK) == g) {
+                /* The last arrival has not taken the lock yet. */
+                if (baton_wait_while_eq_until(&l->wait, &pm->state, g, d, &seen) == ETIMEDOUT)
+                    break;
+                continue;
+            }
+        }
+        uint32_t h = baton_load(&l->head, memory_order_acquire) & ~BATON_WAIT_PARKED;
+        if (h != 0) {
+            if (baton_wait_while_eq_until(&l->wait, &l->head, h, d, &seen) == ETIMEDOUT)
+                break;
+            continue;
+        }
+        /* Free at both looks, yet the trylock failed: someone arrived
+         * meanwhile.  Look again (the deadline is checked by the waits). */
+        if (baton_deadline_left(d) == 0)
+            break;
+    }
+    return baton_onespinner_trylock(l) == 0 ? 0 : ETIMEDOUT;
+}
+
 int baton_onespinner_unlock(baton_onespinner_t *l)
 {
     baton_qnode_t *me = baton_thread_monitor();
@@ -158,16 +205,17 @@ static int k_trylock(void *s) { return baton_onespinner_trylock(s); }
 static int k_unlock(void *s) { return baton_onespinner_unlock(s); }
 static int k_release(void *s) { return baton_onespinner_release(s); }
 static int k_is_locked(void *s) { return baton_onespinner_is_locked(s); }
+static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_onespinner_timedlock(s, d); }
 
 const baton_kind_t baton_kind_onespinner = {
     .name = "onespinner",
     .summary = "1spinner (Akkan et al. 2013): FIFO; waits on the predecessor's monitor, one thread polls the lock",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO,
+            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_onespinner_t), .align = _Alignof(baton_onespinner_t),
     .handle_slot = offsetof(baton_onespinner_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 
 typedef struct pthread_state {
     _Alignas(BATON_CACHELINE) pthread_mutex_t m;
@@ -50,6 +51,39 @@ static int k_destroy(void *s)
 }
 
 static void k_lock(void *s) { (void)pthread_mutex_lock(&((pthread_state_t *)s)->m); }
+#if defined(__SANITIZE_THREAD__)
+#define PTHREAD_NO_CLOCKLOCK 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PTHREAD_NO_CLOCKLOCK 1
+#endif
+#endif
+
+/* glibc's own timed wait (a futex sleep until the deadline, on its clock).
+ * ThreadSanitizer (gcc 12's) does not intercept pthread_mutex_clocklock and
+ * then takes the next unlock for a stray one: under it a CLOCK_MONOTONIC
+ * deadline becomes the same distance on CLOCK_REALTIME, for timedlock. */
+static int k_timedlock(void *s, const baton_deadline_t *d)
+{
+    pthread_mutex_t *m = &((pthread_state_t *)s)->m;
+#ifdef PTHREAD_NO_CLOCKLOCK
+    if (d->clock != CLOCK_REALTIME) {
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        uint64_t left = baton_deadline_left(d);
+        rt.tv_sec += (time_t)(left / 1000000000u);
+        rt.tv_nsec += (long)(left % 1000000000u);
+        if (rt.tv_nsec >= 1000000000L) {
+            rt.tv_nsec -= 1000000000L;
+            rt.tv_sec++;
+        }
+        return pthread_mutex_timedlock(m, &rt);
+    }
+    return pthread_mutex_timedlock(m, &d->at);
+#else
+    return pthread_mutex_clocklock(m, d->clock, &d->at);
+#endif
+}
 static int k_unlock(void *s) { return pthread_mutex_unlock(&((pthread_state_t *)s)->m); }
 /* A NORMAL mutex's unlock needs no owner (check=1: ERRORCHECK refuses with
  * EPERM); a free one is left alone: glibc's unlock would wrap its user
@@ -60,10 +94,10 @@ const baton_kind_t baton_kind_pthread = {
     .name = "pthread",
     .summary = "baseline: the C library's pthread_mutex_t (NORMAL; ERRORCHECK with check=1)",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_NOCOLLAPSE,
+            BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_NONE,
     .default_wait = BATON_NO_WAIT,
     .size = sizeof(pthread_state_t), .align = _Alignof(pthread_state_t),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

@@ -16,6 +16,25 @@
  *   (o, 1)     -> (head, 0)   the owner's next unlock: hand over, GRANTED
  *   (0, 1)     -> (head, 0)   the head takes a lock whose owner released
  *                             without seeing its demand (the crossing)
+ *   (o, 1)     -> (o, 0)      a timed head whose deadline passed leaves
+ *
+ * Time-outs (baton_relay_timedlock()) follow runner.c: a timed waiter
+ * queues and waits as lock()'s do.  When its deadline passes it takes a
+ * free lock if it can, else claims its node with a CAS to RELAY_ABANDONED
+ * (a grant that came first wins) and:
+ *   - behind the head, returns; the next promotion (an exchange under every
+ *     policy) passes over its node;
+ *   - as the head, leaves the queue itself: it clears `head` and its demand
+ *     and promotes its successor.  An owner that read `head` before still
+ *     hands over to the node: the exchange of GRANTED finds it abandoned,
+ *     and the owner releases instead (a release that finds `handoff` up
+ *     and `head` empty releases too).
+ * Abandoned nodes go to `zombies`, and an owner recycles them in its
+ * tenure check (every BATON_RELAY_CHECK_EVERY releases), before it reads
+ * `head`: no thread can name them any more by then.  One crossing is left:
+ * an owner that read a departed head's node may clear a demand the next
+ * head made meanwhile; that head then waits without it, polling the word
+ * at least every RELAY_PARK_TIMEOUT_NS.
  */
 #include <baton/relay.h>
 #include "../core/thread.h"
@@ -24,7 +43,7 @@
 #include <errno.h>
 #include <sched.h>
 
-enum { RELAY_QUEUED = 0, RELAY_HEAD = 1, RELAY_GRANTED = 2 };
+enum { RELAY_QUEUED = 0, RELAY_HEAD = 1, RELAY_GRANTED = 2, RELAY_ABANDONED = 3 };
 
 /* The head's poll of the lock word backs off exponentially up to this many
  * spin hints (about 6 us at the ~24 ns per hint measured on the reference
@@ -42,12 +61,23 @@ enum { RELAY_QUEUED = 0, RELAY_HEAD = 1, RELAY_GRANTED = 2 };
 #define RELAY_ARRIVAL_LOOKS 2u
 #define RELAY_LOOK_NS 1000.0
 
+/* Spin hints per look before the calibration is known: RELAY_LOOK_NS at
+ * the ~24 ns per hint measured on the project's VMs (as wait.c's defaults). */
+#define RELAY_LOOK_HINTS_DEFAULT 42u
+
 static uint32_t arrival_spacing(void)
 {
     static _Atomic uint32_t spacing; /* spin hints per look, computed once */
     uint32_t v = atomic_load_explicit(&spacing, memory_order_relaxed);
     if (BATON_UNLIKELY(v == 0)) {
-        double n = RELAY_LOOK_NS / baton_calibration()->pause_ns;
+        /* Never wait for the calibration here (milliseconds, more on a
+         * loaded machine: a timed lock would overshoot its deadline by
+         * that much); until a wait that needs a budget has run it, use
+         * the default. */
+        const baton_calibration_t *c = baton_calibration_ready();
+        if (c == NULL)
+            return RELAY_LOOK_HINTS_DEFAULT;
+        double n = RELAY_LOOK_NS / c->pause_ns;
         v = n < 1.0 ? 1u : n > 4096.0 ? 4096u : (uint32_t)n;
         /* Relaxed: every thread computes the same value. */
         atomic_store_explicit(&spacing, v, memory_order_relaxed);
@@ -76,6 +106,7 @@ int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait, uint32_t slice_
     atomic_init(&l->handoff, 0u);
     atomic_init(&l->tail, NULL);
     atomic_init(&l->head, NULL);
+    atomic_init(&l->zombies, NULL);
     atomic_init(&l->count, 0u);
     l->tenure_owner = 0;
     l->tenure_start = 0;
@@ -87,11 +118,73 @@ int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait, uint32_t slice_
     return 0;
 }
 
+/* Recycle the nodes of waiters that gave up: by the owner, before it reads
+ * `head`, or by destroy.  Acquire pairs with the release of zombie_push(). */
+static void zombies_recycle(baton_relay_t *l)
+{
+    baton_qnode_t *z = baton_xchg(&l->zombies, NULL, memory_order_acquire);
+    while (z != NULL) {
+        baton_qnode_t *next = z->pool_next;
+        baton_qnode_put(z);
+        z = next;
+    }
+}
+
+/* Hand first..last (linked by pool_next) to the owner's next tenure check. */
+static void zombie_push(baton_relay_t *l, baton_qnode_t *first, baton_qnode_t *last)
+{
+    baton_qnode_t *head = baton_load(&l->zombies, memory_order_relaxed);
+    do
+        last->pool_next = head;
+    /* Release: publishes the links, and our last use of the nodes. */
+    while (!baton_cas(&l->zombies, &head, first, memory_order_release, memory_order_relaxed));
+}
+
 int baton_relay_destroy(baton_relay_t *l)
 {
     if (baton_relay_is_locked(l) || baton_load(&l->tail, memory_order_relaxed) != NULL)
         return EBUSY;
+    zombies_recycle(l);
     return 0;
+}
+
+/* Pass the head on from n, which leaves it: clear the tail if n is last,
+ * else promote its successor, passing over nodes of waiters that gave up
+ * (they go to `zombies`).  n is left to the caller. */
+static void promote(baton_relay_t *l, baton_qnode_t *n)
+{
+    baton_qnode_t *cur = n, *passed = NULL, *passed_last = NULL;
+    for (;;) {
+        baton_qnode_t *expected = cur;
+        if (baton_load(&l->tail, memory_order_relaxed) == cur &&
+            baton_cas(&l->tail, &expected, NULL, memory_order_acq_rel, memory_order_relaxed))
+            break;
+        baton_qnode_t *next = baton_qnode_wait_next(cur);
+        /* An exchange under every policy, for the old value.  acq_rel:
+         * release pairs with the successor's acquire wait on its state;
+         * acquire orders the wake after the exchange. */
+        uint32_t old = baton_xchg(&next->state, RELAY_HEAD, memory_order_acq_rel);
+        if (old == RELAY_ABANDONED) {
+            next->pool_next = NULL;
+            if (passed_last != NULL)
+                passed_last->pool_next = next;
+            else
+                passed = next;
+            passed_last = next;
+            cur = next;
+            continue;
+        }
+        if (old & BATON_WAIT_PARKED) {
+            baton_wake_all(&next->state);
+            /* If the new head shares our core it cannot run, publish itself
+             * and take over the queue until we leave the core; give it the
+             * chance now (a no-op costing ~0.1 us if it runs elsewhere). */
+            sched_yield();
+        }
+        break;
+    }
+    if (passed != NULL)
+        zombie_push(l, passed, passed_last);
 }
 
 /* Leave the queue after acquiring: clear the tail if we are last, else
@@ -107,29 +200,40 @@ static void dequeue(baton_relay_t *l, baton_qnode_t *n)
     /* Our tenure starts now (a stale tenure of ours would end it at once). */
     l->tenure_owner = baton_relay_self();
     l->tenure_start = baton_now_ns();
-    baton_qnode_t *expected = n;
-    if (baton_load(&l->tail, memory_order_relaxed) == n &&
-        baton_cas(&l->tail, &expected, NULL, memory_order_acq_rel, memory_order_relaxed)) {
-        baton_qnode_put(n);
-        return;
-    }
-    baton_qnode_t *next = baton_qnode_wait_next(n);
-    if (!baton_wait_may_park(&l->wait)) {
-        baton_store(&next->state, RELAY_HEAD, memory_order_release);
-    } else if (baton_xchg(&next->state, RELAY_HEAD, memory_order_acq_rel) & BATON_WAIT_PARKED) {
-        baton_wake_all(&next->state);
-        /* If the new head shares our core it cannot run, publish itself
-         * and take over the queue until we leave the core; give it the
-         * chance now (a no-op costing ~0.1 us if it runs elsewhere). */
-        sched_yield();
-    }
+    promote(l, n);
     baton_qnode_put(n);
+}
+
+/* A timed head whose deadline d passed: take the lock if it is free or
+ * granted (true); otherwise give the node up and leave the queue (false). */
+static bool head_leave(baton_relay_t *l, baton_qnode_t *n, uintptr_t self)
+{
+    uintptr_t w = 0;
+    /* Acquire pairs with the owner's release store of 0. */
+    if (baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed))
+        return true;
+    /* Acquire (also on failure): a GRANTED read here is the hand-over. */
+    uint32_t st = baton_load(&n->state, memory_order_acquire);
+    do {
+        if ((st & ~BATON_WAIT_PARKED) == RELAY_GRANTED)
+            return true;
+    } while (!baton_cas(&n->state, &st, RELAY_ABANDONED, memory_order_acquire, memory_order_acquire));
+    /* No longer the head: take our node and our demand back (only a head
+     * sets them), then pass the head on.  Relaxed: the successor's
+     * promotion (a release) publishes them; an owner that reads them stale
+     * hands over to our abandoned node, which fails and releases. */
+    baton_store(&l->head, NULL, memory_order_relaxed);
+    baton_store(&l->handoff, 0u, memory_order_relaxed);
+    promote(l, n);
+    n->pool_next = NULL;
+    zombie_push(l, n, n);
+    return false;
 }
 
 /* After demanding the lock: wait until the owner grants it, or until the
  * word is free (the owner released without seeing the demand), by the
  * lock's policy; parking is bounded by RELAY_PARK_TIMEOUT_NS. */
-static void await_grant(baton_relay_t *l, baton_qnode_t *n, uintptr_t self)
+static bool await_grant(baton_relay_t *l, baton_qnode_t *n, uintptr_t self, const baton_deadline_t *d)
 {
     baton_waiter_t s;
     baton_waiter_init(&s, &l->wait);
@@ -137,26 +241,30 @@ static void await_grant(baton_relay_t *l, baton_qnode_t *n, uintptr_t self)
         /* Acquire pairs with the release in the owner's hand-over. */
         uint32_t st = baton_load(&n->state, memory_order_acquire);
         if ((st & ~BATON_WAIT_PARKED) == RELAY_GRANTED)
-            return;
+            return true;
         uintptr_t w = baton_load(&l->word, memory_order_relaxed);
         if (w == 0) {
             /* Acquire pairs with the owner's release store of 0. */
             if (baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed)) {
                 baton_store(&l->handoff, 0u, memory_order_relaxed);
-                return;
+                return true;
             }
             continue;
         }
+        if (d != NULL && baton_deadline_left(d) == 0)
+            return head_leave(l, n, self);
         if (baton_waiter_pause(&s, &n->state, st))
             continue;
         if (!(st & BATON_WAIT_PARKED) &&
             !baton_cas(&n->state, &st, st | BATON_WAIT_PARKED, memory_order_relaxed, memory_order_relaxed))
             continue;
-        baton_park_timeout(&n->state, st | BATON_WAIT_PARKED, RELAY_PARK_TIMEOUT_NS);
+        baton_park_for(&n->state, st | BATON_WAIT_PARKED, RELAY_PARK_TIMEOUT_NS, d);
     }
 }
 
-void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
+/* The slow path of lock (d NULL) and of timedlock: 0 once held, ETIMEDOUT
+ * once d has passed (see the top). */
+static int lock_slow(baton_relay_t *l, uintptr_t self, const baton_deadline_t *d)
 {
     /* Before queueing, look at the word twice, a microsecond apart: if the
      * owner has let go of the lock (no release for a whole look, and the
@@ -175,9 +283,11 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
          * look), not looping on the lock, whose tenure we would steal. */
         if (w == 0 && c == last && !baton_load(&l->handoff, memory_order_relaxed) &&
             baton_cas(&l->word, &w, self, memory_order_acquire, memory_order_relaxed))
-            return;
+            return 0;
         last = c;
     }
+    if (d != NULL && baton_deadline_left(d) == 0)
+        return ETIMEDOUT;
     baton_qnode_t *n = baton_qnode_get();
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->state, RELAY_QUEUED, memory_order_relaxed);
@@ -191,8 +301,21 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
          * once, so that only the owner and the head compete for cores.
          * The head promotes us when it acquires, a whole slice before we
          * matter, which hides our wake-up latency. */
-        (void)baton_wait_while_eq(baton_wait_may_park(&l->wait) ? &park_now : &l->wait, &n->state,
-                                  RELAY_QUEUED); /* acquire inside */
+        const baton_wait_t *w = baton_wait_may_park(&l->wait) ? &park_now : &l->wait;
+        if (d == NULL) {
+            (void)baton_wait_while_eq(w, &n->state, RELAY_QUEUED); /* acquire inside */
+        } else {
+            uint32_t seen;
+            /* Acquire inside.  Past the deadline, give the node up unless
+             * promoted first; relaxed, as we publish nothing, and a
+             * promotion read on failure is re-read with acquire. */
+            while (baton_wait_while_eq_until(w, &n->state, RELAY_QUEUED, d, &seen) == ETIMEDOUT) {
+                uint32_t st = baton_load(&n->state, memory_order_relaxed);
+                if ((st & ~BATON_WAIT_PARKED) == RELAY_QUEUED &&
+                    baton_cas(&n->state, &st, RELAY_ABANDONED, memory_order_relaxed, memory_order_relaxed))
+                    return ETIMEDOUT; /* the next promotion passes over the node */
+            }
+        }
     } else {
         /* Head at once: nobody will promote us, so say it ourselves (the
          * grant wait below waits for the state to leave RELAY_HEAD). */
@@ -215,6 +338,11 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
          * Acquire pairs with the release in baton_relay_hand_over(). */
         if (baton_load(&n->state, memory_order_acquire) == RELAY_GRANTED)
             break;
+        if (d != NULL && baton_deadline_left(d) == 0) {
+            if (!head_leave(l, n, self))
+                return ETIMEDOUT;
+            break; /* took it: leave the queue as below */
+        }
         uintptr_t w = baton_load(&l->word, memory_order_relaxed);
         /* Relaxed: a racy read of the owner's release count; a stale value
          * only delays or hastens our CAS, which decides. */
@@ -259,14 +387,36 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
         /* Demand the lock.  Release: publishes l->head to the owner, whose
          * unlock reads `handoff` with acquire. */
         baton_store(&l->handoff, 1u, memory_order_release);
-        await_grant(l, n, self);
+        if (!await_grant(l, n, self, d))
+            return ETIMEDOUT;
         break;
     }
     dequeue(l, n);
+    return 0;
+}
+
+void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
+{
+    (void)lock_slow(l, self, NULL);
+}
+
+int baton_relay_timedlock(baton_relay_t *l, const baton_deadline_t *d)
+{
+    uintptr_t self = baton_relay_self();
+    uintptr_t expected = 0;
+    /* Acquire pairs with the release store in baton_relay_unlock(). */
+    if (!baton_load(&l->handoff, memory_order_relaxed) &&
+        baton_cas(&l->word, &expected, self, memory_order_acquire, memory_order_relaxed))
+        return 0;
+    return lock_slow(l, self, d);
 }
 
 baton_qnode_t *baton_relay_tenure_over(baton_relay_t *l, uintptr_t self)
 {
+    /* Nodes of timed waiters that gave up, before we read `head` (see the
+     * top).  Relaxed look: the exchange inside orders. */
+    if (BATON_UNLIKELY(baton_load(&l->zombies, memory_order_relaxed) != NULL))
+        zombies_recycle(l);
     /* Acquire pairs with the head's release store of its node. */
     baton_qnode_t *h = baton_load(&l->head, memory_order_acquire);
     if (h == NULL) {
@@ -294,8 +444,18 @@ void baton_relay_hand_over(baton_relay_t *l, baton_qnode_t *h)
      * finds the word held (ours, then the head's) and fails its CAS. */
     baton_store(&l->handoff, 0u, memory_order_relaxed);
     baton_store(&l->word, token, memory_order_relaxed);
-    /* Release publishes the word and the critical section to the head. */
-    baton_wait_store(&l->wait, &h->state, RELAY_GRANTED);
+    /* An exchange under every policy: the old value says whether the head
+     * sleeps (wake it) or gave up its wait (then release instead).
+     * acq_rel: release publishes the word and the critical section to the
+     * head; acquire orders the wake after it. */
+    uint32_t old = baton_xchg(&h->state, RELAY_GRANTED, memory_order_acq_rel);
+    if (BATON_UNLIKELY(old == RELAY_ABANDONED)) {
+        /* Release pairs with the acquiring CAS of the next owner. */
+        baton_store(&l->word, 0, memory_order_release);
+        return;
+    }
+    if (old & BATON_WAIT_PARKED)
+        baton_wake_all(&h->state);
 }
 
 /* --- registry entry ------------------------------------------------------- */
@@ -316,16 +476,17 @@ static int k_trylock(void *s) { return baton_relay_trylock(s); }
 static int k_unlock(void *s) { return baton_relay_unlock(s); }
 static int k_release(void *s) { return baton_relay_release(s); }
 static int k_is_locked(void *s) { return baton_relay_is_locked(s); }
+static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_relay_timedlock(s, d); }
 
 const baton_kind_t baton_kind_relay = {
     .name = "relay",
     .summary = "the previous default: barging owner keeps the lock on its core, FIFO queue, handoff after a slice",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE,
+            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_relay_t), .align = _Alignof(baton_relay_t),
     .options = relay_options, .noptions = sizeof relay_options / sizeof relay_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

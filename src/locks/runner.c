@@ -9,6 +9,8 @@
  *   RUN_HEAD      the heir: spins, or sleeps with BATON_WAIT_PARKED
  *   RUN_GRANTED   the owner handed the lock over; the word already holds
  *                 the heir's token
+ *   RUN_ABANDONED a timed waiter gave up (its deadline passed); the node
+ *                 is no longer its thread's
  *
  * Transitions of the word:
  *   0      -> self    acquire: the fast path, an arrival's spin, the heir
@@ -26,6 +28,33 @@
  *   - an owner's slow release wakes a heir that announced its sleep;
  *   - timeouts bound every sleep, the safety net for a crossing and for an
  *     owner that stops releasing.
+ *
+ * Time-outs (baton_runner_timedlock()).  A timed waiter arrives, queues and
+ * waits exactly like lock()'s, with its sleeps cut short by its deadline,
+ * so it keeps every rule above (it takes the lock only while it runs; it
+ * sleeps behind the head).  When the deadline passes it takes a free lock
+ * if it can; otherwise it claims its node with a CAS to RUN_ABANDONED (a
+ * hand-over that came first wins, and the waiter holds the lock) and:
+ *   - behind the head, simply returns.  Whoever promotes a successor
+ *     exchanges RUN_HEAD into its node (under every policy, for the old
+ *     value) and passes over an abandoned one at once, to the node behind
+ *     it or by clearing the tail.
+ *   - as the heir, leaves the queue itself: it clears `heir` and its
+ *     requests in `flags`, and promotes its successor (passing over
+ *     abandoned nodes) or clears the tail, as an heir that acquired does.
+ *     That needs no lock: only the heir changes the queue's head, and the
+ *     owner's hand-over is a CAS on the heir's node, which the abandoned
+ *     state makes fail.
+ * Nodes passed over, and a departed heir's, may still be named by an
+ * owner that read `heir` (or followed a link) before they were abandoned:
+ * they are not recycled at once but pushed onto `zombies` (flag ZOMBIE
+ * sends the next release to the slow path), and an owner recycles the
+ * list at the start of its slow release, before it reads `heir`: by then
+ * no thread can name them (one owner at a time; a departed heir cleared
+ * `heir` before it pushed its node).  So a waiter that times out leaves
+ * nothing that holds anyone up: the queue moves past it at once, or at the
+ * next promotion for a node behind the head, which waits for the head
+ * anyway.
  */
 #include <baton/runner.h>
 #include "../core/thread.h"
@@ -35,7 +64,10 @@
 #include <stddef.h>
 #include <sched.h>
 
-enum { RUN_WAIT = 0, RUN_HEAD = 1, RUN_GRANTED = 2 };
+enum { RUN_WAIT = 0, RUN_HEAD = 1, RUN_GRANTED = 2, RUN_ABANDONED = 3 };
+
+/* The heir's requests in `flags` (ZOMBIE is the lock's, not the heir's). */
+#define HEIR_FLAGS (BATON_RUNNER_DEMAND | BATON_RUNNER_HEIR_PARKED)
 
 /* --- tuning ----------------------------------------------------------------
  *
@@ -183,6 +215,7 @@ int baton_runner_init(baton_runner_t *l, const baton_wait_t *wait, uint32_t tenu
     atomic_init(&l->heir, NULL);
     atomic_init(&l->deadline, 0);
     atomic_init(&l->owner_cpu, UINT32_MAX);
+    atomic_init(&l->zombies, NULL);
     l->tenure_ns = tenure_ns;
     if (wait)
         l->wait = *wait;
@@ -191,10 +224,39 @@ int baton_runner_init(baton_runner_t *l, const baton_wait_t *wait, uint32_t tenu
     return 0;
 }
 
+/* Recycle the nodes of waiters that timed out (see the top): by the lock's
+ * owner, or by destroy.  Acquire pairs with the release of zombie_push(),
+ * which publishes the links. */
+static void zombies_recycle(baton_runner_t *l)
+{
+    baton_qnode_t *z = baton_xchg(&l->zombies, NULL, memory_order_acquire);
+    while (z != NULL) {
+        baton_qnode_t *next = z->pool_next;
+        baton_qnode_put(z);
+        z = next;
+    }
+}
+
+/* Hand the nodes first..last (linked by pool_next) to the owner's next slow
+ * release, once nothing of ours touches them any more. */
+static void zombie_push(baton_runner_t *l, baton_qnode_t *first, baton_qnode_t *last)
+{
+    baton_qnode_t *head = baton_load(&l->zombies, memory_order_relaxed);
+    do
+        last->pool_next = head;
+    /* Release: publishes the links (and our last use of the nodes) to
+     * zombies_recycle()'s acquire. */
+    while (!baton_cas(&l->zombies, &head, first, memory_order_release, memory_order_relaxed));
+    /* Relaxed: a request for a slow release; the list is ordered by the
+     * exchange above. */
+    baton_fetch_or(&l->flags, BATON_RUNNER_ZOMBIE, memory_order_relaxed);
+}
+
 int baton_runner_destroy(baton_runner_t *l)
 {
     if (baton_runner_is_locked(l) || baton_load(&l->tail, memory_order_relaxed) != NULL)
         return EBUSY;
+    zombies_recycle(l);
     return 0;
 }
 
@@ -242,16 +304,17 @@ static inline void poll_pause(uint32_t *delay)
         *delay *= 2;
 }
 
-/* Sleep on our node (state RUN_HEAD) for at most ns, unless it changed.
- * Returns the state afterwards, without BATON_WAIT_PARKED. */
-static uint32_t heir_sleep(baton_qnode_t *n, uint64_t ns)
+/* Sleep on our node (state RUN_HEAD) for at most ns, and not past d (NULL:
+ * none), unless it changed.  Returns the state afterwards, without
+ * BATON_WAIT_PARKED. */
+static uint32_t heir_sleep(baton_qnode_t *n, uint64_t ns, const baton_deadline_t *d)
 {
     uint32_t st = RUN_HEAD;
     /* Relaxed: the bit publishes nothing; an owner's CAS on the node reads
      * it in modification order (a hand-over then fails, a wake succeeds). */
     if (!baton_cas(&n->state, &st, RUN_HEAD | BATON_WAIT_PARKED, memory_order_relaxed, memory_order_relaxed))
         return st & ~BATON_WAIT_PARKED; /* granted meanwhile */
-    baton_park_timeout(&n->state, RUN_HEAD | BATON_WAIT_PARKED, ns);
+    baton_park_for(&n->state, RUN_HEAD | BATON_WAIT_PARKED, ns, d);
     st = RUN_HEAD | BATON_WAIT_PARKED;
     /* Woken by the timeout (or spuriously): clear the bit ourselves; if the
      * owner cleared it, the CAS fails and we read what it left. */
@@ -265,9 +328,106 @@ static inline bool granted(baton_qnode_t *n)
     return baton_load(&n->state, memory_order_acquire) == RUN_GRANTED;
 }
 
-/* The heir's wait: returns once it owns the lock; true if it had demanded
- * it (its tenure deadline passed: the lock is in the tenure regime). */
-static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint64_t since)
+/* Pass the queue's head on from n, which leaves it (an heir that acquired,
+ * or one whose deadline passed): clear the tail if n is last, else promote
+ * its successor, passing over nodes whose waiters gave up (see the top;
+ * they go to `zombies`).  silent: promote asleep where the successor
+ * sleeps (dequeue()).  The caller has cleared `heir` and the heir's flags;
+ * n itself is left to the caller. */
+static void promote(baton_runner_t *l, baton_qnode_t *n, bool silent)
+{
+    const bool may_park = baton_wait_may_park(&l->wait);
+    baton_qnode_t *cur = n, *passed = NULL, *passed_last = NULL;
+    for (;;) {
+        baton_qnode_t *expected = cur;
+        if (baton_load(&l->tail, memory_order_relaxed) == cur &&
+            baton_cas(&l->tail, &expected, NULL, memory_order_acq_rel, memory_order_relaxed))
+            break;
+        baton_qnode_t *next = baton_qnode_wait_next(cur);
+        if (silent && may_park) {
+            /* We took over from an owner that looped on the lock (its heir
+             * had to demand it): we will loop too, and not need the next
+             * heir for a tenure.  If it sleeps, promote it asleep: our
+             * deadline check (baton_runner_release_check()) wakes it when
+             * its tenure is due.  A wake now would only have it look, see
+             * us loop, and sleep again (and it would run on our CPU, off
+             * ours only once we slept).  Relaxed: the release store of
+             * `heir` publishes the deadline. */
+            baton_store(&l->deadline, baton_now_ns() + tenure_of(l), memory_order_relaxed);
+            /* Release pairs with the heir's acquire load in heir_wait(). */
+            baton_store(&l->heir, next, memory_order_release);
+            uint32_t st = RUN_WAIT | BATON_WAIT_PARKED;
+            /* Release: pairs with the successor's acquire load of its state. */
+            if (baton_cas(&next->state, &st, RUN_HEAD | BATON_WAIT_PARKED, memory_order_release,
+                          memory_order_relaxed))
+                break;
+            /* Awake (or gone): promote it as below. */
+        }
+        /* An exchange under every policy: the old value says whether the
+         * successor sleeps (wake it) or gave up (pass over it).  acq_rel:
+         * release pairs with the successor's acquire load of its state;
+         * acquire so that the wake cannot be ordered before the exchange
+         * that tells us it slept. */
+        uint32_t old = baton_xchg(&next->state, RUN_HEAD, memory_order_acq_rel);
+        if (old == RUN_ABANDONED) {
+            /* Gone: if the silent path named it the heir, take that back
+             * (we own the lock, and no waiter reads `heir` but its own). */
+            if (silent && may_park)
+                baton_store(&l->heir, NULL, memory_order_relaxed);
+            next->pool_next = NULL;
+            if (passed_last != NULL)
+                passed_last->pool_next = next;
+            else
+                passed = next;
+            passed_last = next;
+            cur = next;
+            continue;
+        }
+        if (old & BATON_WAIT_PARKED) {
+            stamp(next);
+            baton_wake_all(&next->state);
+        }
+        break;
+    }
+    if (passed != NULL)
+        zombie_push(l, passed, passed_last);
+}
+
+enum { HEIR_TOOK, HEIR_TOOK_DEMANDED, HEIR_LEFT };
+
+/* A timed heir whose deadline d passed: take the lock if it is free or
+ * granted; otherwise give the node up and leave the queue (see the top).
+ * Returns HEIR_TOOK, HEIR_TOOK_DEMANDED or HEIR_LEFT. */
+static int heir_leave(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, bool demanded)
+{
+    if (take(l, self))
+        return demanded ? HEIR_TOOK_DEMANDED : HEIR_TOOK;
+    /* Acquire (also on failure): a RUN_GRANTED read here is the owner's
+     * hand-over, whose critical section must be visible to us. */
+    uint32_t st = baton_load(&n->state, memory_order_acquire);
+    do {
+        if ((st & ~BATON_WAIT_PARKED) == RUN_GRANTED)
+            return HEIR_TOOK_DEMANDED; /* granted: only a demanding heir is */
+    } while (!baton_cas(&n->state, &st, RUN_ABANDONED, memory_order_acquire, memory_order_acquire));
+    /* We are no longer the heir: nobody grants or wakes our node from here
+     * (an owner's CAS on it fails).  Take our requests back, and pass the
+     * head on.  Relaxed: the successor's promotion (a release) publishes
+     * both; an owner that reads them stale acts on our abandoned node,
+     * which is harmless. */
+    baton_store(&l->heir, NULL, memory_order_relaxed);
+    baton_fetch_and(&l->flags, ~HEIR_FLAGS, memory_order_relaxed);
+    promote(l, n, false);
+    n->pool_next = NULL;
+    zombie_push(l, n, n);
+    return HEIR_LEFT;
+}
+
+/* The heir's wait: returns once it owns the lock, HEIR_TOOK_DEMANDED if it
+ * had demanded it (its tenure deadline passed: the lock is in the tenure
+ * regime), else HEIR_TOOK; or, with a deadline d (NULL: none), HEIR_LEFT
+ * once d passed and it left the queue. */
+static int heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint64_t since,
+                     const baton_deadline_t *d)
 {
     const bool may_park = baton_wait_may_park(&l->wait);
     const bool spins = l->wait.kind != BATON_WAIT_PARK;
@@ -309,13 +469,15 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
             window = 0;
         for (;;) {
             if (granted(n))
-                return true;
+                return HEIR_TOOK_DEMANDED;
             /* Before our tenure deadline we take the lock only when it
              * stays free across two looks (see arrive()); after it, as
              * soon as it is free. */
             int seen = look_again(l, &lk);
             if ((seen == SEEN_STABLE_FREE || (seen == SEEN_FREE && demanded)) && take(l, self))
-                return demanded;
+                return demanded ? HEIR_TOOK_DEMANDED : HEIR_TOOK;
+            if (d != NULL && baton_deadline_left(d) == 0)
+                return heir_leave(l, n, self, demanded);
             now = baton_now_ns();
             if (!demanded && now >= deadline) {
                 demanded = true;
@@ -356,7 +518,7 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
              * slept on, often the owner's, to wait there for its slice to
              * end).  The timeout is the safety net for an owner that stops
              * releasing the lock. */
-            (void)heir_sleep(n, deadline - now + tenure_of(l));
+            (void)heir_sleep(n, deadline - now + tenure_of(l), d);
             now = baton_now_ns();
             take_stamp(n, now);
             continue;
@@ -372,7 +534,7 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
         if (baton_cas(&n->state, &st, RUN_HEAD | BATON_WAIT_PARKED, memory_order_seq_cst,
                       memory_order_relaxed)) {
             if (baton_load(&l->word, memory_order_seq_cst) != 0)
-                baton_park_timeout(&n->state, RUN_HEAD | BATON_WAIT_PARKED, tenure_of(l));
+                baton_park_for(&n->state, RUN_HEAD | BATON_WAIT_PARKED, tenure_of(l), d);
             st = RUN_HEAD | BATON_WAIT_PARKED;
             /* If the owner woke us it cleared the bit and the flag; else we do. */
             if (baton_cas(&n->state, &st, RUN_HEAD, memory_order_relaxed, memory_order_relaxed))
@@ -399,62 +561,36 @@ static bool heir_wait(baton_runner_t *l, baton_qnode_t *n, uintptr_t self, uint6
  * promote our successor to head. */
 static void dequeue(baton_runner_t *l, baton_qnode_t *n, bool silent)
 {
-    /* We own the lock; only the heir sets flags or `heir`, and we were it.
-     * Relaxed: the successor's promotion below (a release) orders these
-     * stores before anything it does as the next heir. */
+    /* We own the lock; only the heir sets its flags or `heir`, and we were
+     * it (a fetch_and, not a store: ZOMBIE is not ours to clear).
+     * Relaxed: the successor's promotion (a release) orders these stores
+     * before anything it does as the next heir. */
     baton_store(&l->heir, NULL, memory_order_relaxed);
-    baton_store(&l->flags, 0u, memory_order_relaxed);
-    baton_qnode_t *expected = n;
-    if (baton_load(&l->tail, memory_order_relaxed) == n &&
-        baton_cas(&l->tail, &expected, NULL, memory_order_acq_rel, memory_order_relaxed)) {
-        baton_qnode_put(n);
-        return;
-    }
-    baton_qnode_t *next = baton_qnode_wait_next(n);
-    if (silent && baton_wait_may_park(&l->wait)) {
-        /* We took over from an owner that looped on the lock (its heir had
-         * to demand it): we will loop too, and not need the next heir for
-         * a tenure.  If it sleeps, promote it asleep: our deadline check
-         * (baton_runner_release_check()) wakes it when its tenure is due.
-         * A wake now would only have it look, see us loop, and sleep again
-         * (and it would run on our CPU, off ours only once we slept).
-         * Relaxed: the release store of `heir` publishes the deadline. */
-        baton_store(&l->deadline, baton_now_ns() + tenure_of(l), memory_order_relaxed);
-        /* Release pairs with the heir's acquire load in heir_wait(). */
-        baton_store(&l->heir, next, memory_order_release);
-        uint32_t st = RUN_WAIT | BATON_WAIT_PARKED;
-        /* Release: pairs with the successor's acquire load of its state. */
-        if (baton_cas(&next->state, &st, RUN_HEAD | BATON_WAIT_PARKED, memory_order_release, memory_order_relaxed)) {
-            baton_qnode_put(n);
-            return;
-        }
-        /* Awake: promote it as below. */
-    }
-    if (!baton_wait_may_park(&l->wait)) {
-        /* Release: pairs with the successor's acquire wait on its state. */
-        baton_store(&next->state, RUN_HEAD, memory_order_release);
-    } else if (baton_xchg(&next->state, RUN_HEAD, memory_order_acq_rel) & BATON_WAIT_PARKED) {
-        /* acq_rel: release as above; acquire so that the wake cannot be
-         * ordered before the exchange that tells us it slept. */
-        stamp(next);
-        baton_wake_all(&next->state);
-    }
+    baton_fetch_and(&l->flags, ~HEIR_FLAGS, memory_order_relaxed);
+    promote(l, n, silent);
     baton_qnode_put(n);
 }
 
 /* Behind the head: sleep until promoted (at once, under a policy that may
  * park: at most the owner and the heir run).  The sleep is bounded: a
  * waiter may be promoted asleep (dequeue()), and if the owner then stops
- * releasing the lock, nobody else would wake it. */
-static void queue_wait(baton_runner_t *l, baton_qnode_t *n)
+ * releasing the lock, nobody else would wake it.  With a deadline d (NULL:
+ * none): false once d passed and the node is given up (the next promotion
+ * passes over it); true once promoted. */
+static bool queue_wait(baton_runner_t *l, baton_qnode_t *n, const baton_deadline_t *d)
 {
     if (!baton_wait_may_park(&l->wait)) {
-        /* Acquire inside, pairing with the promotion in dequeue(). */
-        (void)baton_wait_while_eq(&l->wait, &n->state, RUN_WAIT);
-        return;
+        /* Acquire inside, pairing with the promotion in promote(). */
+        if (d == NULL) {
+            (void)baton_wait_while_eq(&l->wait, &n->state, RUN_WAIT);
+            return true;
+        }
+        uint32_t seen;
+        if (baton_wait_while_eq_until(&l->wait, &n->state, RUN_WAIT, d, &seen) == 0)
+            return true;
     }
     for (;;) {
-        /* Acquire pairs with the release of the promotion in dequeue(). */
+        /* Acquire pairs with the release of the promotion in promote(). */
         uint32_t st = baton_load(&n->state, memory_order_acquire);
         if ((st & ~BATON_WAIT_PARKED) != RUN_WAIT) {
             /* Promoted asleep, and up by our own timeout: clear the bit
@@ -462,19 +598,30 @@ static void queue_wait(baton_runner_t *l, baton_qnode_t *n)
             if (st & BATON_WAIT_PARKED)
                 (void)baton_cas(&n->state, &st, st & ~BATON_WAIT_PARKED, memory_order_relaxed,
                                 memory_order_relaxed);
-            return;
+            return true;
+        }
+        if (d != NULL && baton_deadline_left(d) == 0) {
+            /* Give the node up, unless promoted first (then the loop sees
+             * it).  Relaxed: we publish nothing, and a promotion read on
+             * failure is re-read above with acquire. */
+            if (baton_cas(&n->state, &st, RUN_ABANDONED, memory_order_relaxed, memory_order_relaxed))
+                return false;
+            continue;
         }
         /* Relaxed: the bit publishes nothing (the wait layer's protocol). */
         if (!(st & BATON_WAIT_PARKED) &&
             !baton_cas(&n->state, &st, st | BATON_WAIT_PARKED, memory_order_relaxed, memory_order_relaxed))
             continue;
-        baton_park_timeout(&n->state, RUN_WAIT | BATON_WAIT_PARKED, QUEUE_SLEEP_TENURES * tenure_of(l));
+        baton_park_for(&n->state, RUN_WAIT | BATON_WAIT_PARKED, QUEUE_SLEEP_TENURES * tenure_of(l), d);
     }
 }
 
-/* An arriving thread's wait before it queues.  Returns true once it holds
- * the lock, false to queue. */
-static bool arrive(baton_runner_t *l, uintptr_t self)
+enum { ARRIVE_QUEUE, ARRIVE_TOOK, ARRIVE_LATE };
+
+/* An arriving thread's wait before it queues.  Returns ARRIVE_TOOK once it
+ * holds the lock, ARRIVE_QUEUE to queue, ARRIVE_LATE once the deadline d
+ * (NULL: none) has passed. */
+static int arrive(baton_runner_t *l, uintptr_t self, const baton_deadline_t *d)
 {
     const uint64_t start = baton_now_ns();
     look_t lk;
@@ -490,16 +637,18 @@ static bool arrive(baton_runner_t *l, uintptr_t self)
         poll_pause(&delay);
         int seen = look_again(l, &lk);
         if (seen == SEEN_STABLE_FREE && take(l, self)) {
-            return true;
+            return ARRIVE_TOOK;
         }
         if (seen == SEEN_LOOPING) {
-            return false;
+            return ARRIVE_QUEUE;
         }
+        if (d != NULL && baton_deadline_left(d) == 0)
+            return ARRIVE_LATE;
         if (baton_now_ns() - start >= ARRIVAL_NS)
             break;
     }
     if (!baton_wait_may_park(&l->wait))
-        return false; /* queue and wait by the policy */
+        return ARRIVE_QUEUE; /* queue and wait by the policy */
     /* Still held, by threads that take turns, or by an owner that is off
      * its CPU: keep polling, but give the CPU away between polls, for a
      * while (a yield is long enough for "free" to mean free). */
@@ -508,21 +657,33 @@ static bool arrive(baton_runner_t *l, uintptr_t self)
         sched_yield();
         int seen = look_again(l, &lk);
         if ((seen == SEEN_FREE || seen == SEEN_STABLE_FREE) && take(l, self)) {
-            return true;
+            return ARRIVE_TOOK;
         }
         if (seen == SEEN_LOOPING) {
-            return false;
+            return ARRIVE_QUEUE;
         }
+        if (d != NULL && baton_deadline_left(d) == 0)
+            return ARRIVE_LATE;
         if (baton_now_ns() - start >= budget) {
-            return false;
+            return ARRIVE_QUEUE;
         }
     }
 }
 
-void baton_runner_lock_slow(baton_runner_t *l, uintptr_t self)
+/* The slow path of lock (d NULL) and of timedlock: 0 once the lock is
+ * held, ETIMEDOUT once d has passed (nothing of the waiter stays in the
+ * queue that anyone waits for: see the top). */
+static int lock_slow(baton_runner_t *l, uintptr_t self, const baton_deadline_t *d)
 {
-    if (l->wait.kind != BATON_WAIT_PARK && arrive(l, self))
-        return;
+    if (l->wait.kind != BATON_WAIT_PARK) {
+        int a = arrive(l, self, d);
+        if (a == ARRIVE_TOOK)
+            return 0;
+        if (a == ARRIVE_LATE)
+            return ETIMEDOUT;
+    } else if (d != NULL && baton_deadline_left(d) == 0) {
+        return take(l, self) ? 0 : ETIMEDOUT;
+    }
     baton_qnode_t *n = baton_qnode_get();
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->state, RUN_WAIT, memory_order_relaxed);
@@ -535,15 +696,35 @@ void baton_runner_lock_slow(baton_runner_t *l, uintptr_t self)
         baton_store(&pred->next, n, memory_order_release);
         /* Behind the head: sleep at once under a policy that may park (at
          * most the owner and the heir run).  Acquire inside, pairing with
-         * the promotion in dequeue(). */
-        queue_wait(l, n);
+         * the promotion in promote(). */
+        if (!queue_wait(l, n, d))
+            return ETIMEDOUT; /* the node is given up: the queue passes over it */
         /* Our tenure clock starts when we were promoted, not when we ran:
          * the wake-up latency is spent inside the owner's tenure. */
         since = take_stamp(n, baton_now_ns());
     } else {
         baton_store(&n->state, RUN_HEAD, memory_order_relaxed); /* head at once */
     }
-    dequeue(l, n, heir_wait(l, n, self, since));
+    int h = heir_wait(l, n, self, since, d);
+    if (h == HEIR_LEFT)
+        return ETIMEDOUT;
+    dequeue(l, n, h == HEIR_TOOK_DEMANDED);
+    return 0;
+}
+
+void baton_runner_lock_slow(baton_runner_t *l, uintptr_t self)
+{
+    (void)lock_slow(l, self, NULL);
+}
+
+int baton_runner_timedlock(baton_runner_t *l, const baton_deadline_t *d)
+{
+    uintptr_t self = baton_thread_token();
+    uintptr_t expected = 0;
+    /* Acquire pairs with the release store in baton_runner_release(). */
+    if (baton_cas(&l->word, &expected, self, memory_order_acquire, memory_order_relaxed))
+        return 0;
+    return lock_slow(l, self, d);
 }
 
 int baton_runner_release_slow(baton_runner_t *l)
@@ -551,6 +732,12 @@ int baton_runner_release_slow(baton_runner_t *l)
     /* Acquire pairs with the heir's release when it raised a flag: its node
      * and `heir` were published before. */
     uint32_t f = baton_load(&l->flags, memory_order_acquire);
+    if (f & BATON_RUNNER_ZOMBIE) {
+        /* Before we read `heir`: see the top of the file.  Relaxed: a push
+         * after the exchange inside raises the flag again. */
+        baton_fetch_and(&l->flags, ~BATON_RUNNER_ZOMBIE, memory_order_relaxed);
+        zombies_recycle(l);
+    }
     baton_qnode_t *h = baton_load(&l->heir, memory_order_acquire);
     baton_store(&l->count, baton_load(&l->count, memory_order_relaxed) + 1u, memory_order_relaxed);
     bool wake = false;
@@ -570,7 +757,7 @@ int baton_runner_release_slow(baton_runner_t *l)
         }
         /* A heir that sleeps with a flag up sleeps announced (it sleeps
          * unannounced only before it demands): wake it. */
-        if ((st & BATON_WAIT_PARKED) && f != 0) {
+        if ((st & BATON_WAIT_PARKED) && (f & HEIR_FLAGS) != 0) {
             /* Relaxed: the flag is a request, and we answer it. */
             baton_fetch_and(&l->flags, ~BATON_RUNNER_HEIR_PARKED, memory_order_relaxed);
             /* Relaxed: the futex wake below is what the heir waits for; the
@@ -644,6 +831,7 @@ static void k_lock(void *s) { baton_runner_lock(s); }
 static int k_trylock(void *s) { return baton_runner_trylock(s); }
 static int k_unlock(void *s) { return baton_runner_unlock(s); }
 static int k_is_locked(void *s) { return baton_runner_is_locked(s); }
+static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_runner_timedlock(s, d); }
 static int k_release(void *s)
 {
     /* A free lock is left alone (glibc returns 0 for a NORMAL mutex too). */
@@ -654,12 +842,12 @@ const baton_kind_t baton_kind_runner = {
     .name = "runner",
     .summary = "default: barging, at most one spinning heir, hand-over only to a running heir after a tenure",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE,
+            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_runner_t), .align = _Alignof(baton_runner_t),
     .handle_slot = offsetof(baton_runner_t, api_handle),
     .options = runner_options, .noptions = sizeof runner_options / sizeof runner_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

@@ -54,6 +54,43 @@ void baton_tas_lock_slow(baton_tas_t *l)
     lock_parked(&l->word);
 }
 
+/* The timed lock: the same waits with a deadline.  A waiter that times out
+ * under a parking policy leaves the word marked "held with sleepers" (2):
+ * the next unlock then makes one futex wake that may find nobody, as after
+ * any sleeper's acquisition (a syscall, never a lost wake-up); nothing else
+ * of it stays. */
+int baton_tas_timedlock(baton_tas_t *l, const baton_deadline_t *d)
+{
+    baton_waiter_t s;
+    baton_waiter_init(&s, &l->wait);
+    if (!baton_wait_may_park(&l->wait)) {
+        /* Acquire pairs with the release in baton_tas_unlock(). */
+        while (baton_xchg(&l->word, BATON_TAS_HELD, memory_order_acquire) != BATON_TAS_FREE) {
+            if (baton_deadline_left(d) == 0)
+                return ETIMEDOUT;
+            (void)baton_waiter_pause(&s, &l->word, BATON_TAS_HELD);
+        }
+        return 0;
+    }
+    for (;;) {
+        uint32_t expected = BATON_TAS_FREE;
+        /* Acquire: as in baton_tas_lock_slow(). */
+        if (baton_cas(&l->word, &expected, BATON_TAS_HELD, memory_order_acquire, memory_order_relaxed))
+            return 0;
+        if (baton_deadline_left(d) == 0)
+            return ETIMEDOUT;
+        if (!baton_waiter_pause(&s, &l->word, expected))
+            break;
+    }
+    /* Acquire pairs with the release exchange in the unlock.  After a
+     * time-out the exchange looks once more: a release that came with it
+     * is taken. */
+    while (baton_xchg(&l->word, BATON_TAS_SLEEPERS, memory_order_acquire) != BATON_TAS_FREE)
+        if (baton_park_until(&l->word, BATON_TAS_SLEEPERS, d) == ETIMEDOUT)
+            return baton_xchg(&l->word, BATON_TAS_SLEEPERS, memory_order_acquire) == BATON_TAS_FREE ? 0 : ETIMEDOUT;
+    return 0;
+}
+
 /* --- registry entry ------------------------------------------------------- */
 #include "kind.h"
 
@@ -63,16 +100,17 @@ static void k_lock(void *s) { baton_tas_lock(s); }
 static int k_trylock(void *s) { return baton_tas_trylock(s); }
 static int k_unlock(void *s) { return baton_tas_unlock(s); }
 static int k_is_locked(void *s) { return baton_tas_is_locked(s); }
+static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_tas_timedlock(s, d); }
 
 const baton_kind_t baton_kind_tas = {
     .name = "tas",
     .summary = "test-and-set: one exchange to acquire; waiters retry the exchange",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_tas_t), .align = _Alignof(baton_tas_t),
     .handle_slot = offsetof(baton_tas_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     /* The unlock needs no owner, and leaves a free lock free. */
-    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

@@ -39,6 +39,31 @@ int baton_ticket_trylock(baton_ticket_t *l)
     return baton_cas(&l->next, &n, n + 1u, memory_order_acquire, memory_order_relaxed) ? 0 : EBUSY;
 }
 
+/* The timed lock takes no ticket: a ticket drawn must be served, and a
+ * waiter that gave up could not hand its turn back (the holder before it
+ * would advance `serving` to a ticket nobody waits for, and every later
+ * ticket would wait for it for good).  It waits on `serving`, which moves at
+ * every release (and wakes sleepers, under the parking policies), and takes
+ * the lock as trylock does, when no ticket is outstanding.  So a timed
+ * waiter leaves nothing behind, and under a queue that never drains it
+ * waits until its deadline: FIFO order is the ticket holders'. */
+int baton_ticket_timedlock(baton_ticket_t *l, const baton_deadline_t *d)
+{
+    for (;;) {
+        /* Read `serving` first: a release after this read moves it, and the
+         * wait below returns at once. */
+        uint32_t s = baton_load(&l->serving, memory_order_acquire) & BATON_TICKET_MASK;
+        uint32_t n = baton_load(&l->next, memory_order_relaxed);
+        /* Acquire: as in baton_ticket_trylock(). */
+        if ((n & BATON_TICKET_MASK) == s &&
+            baton_cas(&l->next, &n, n + 1u, memory_order_acquire, memory_order_relaxed))
+            return 0;
+        uint32_t seen;
+        if (baton_wait_while_eq_until(&l->wait, &l->serving, s, d, &seen) == ETIMEDOUT)
+            return baton_ticket_trylock(l) == 0 ? 0 : ETIMEDOUT;
+    }
+}
+
 /* --- registry entry ------------------------------------------------------- */
 #include "kind.h"
 
@@ -48,6 +73,7 @@ static void k_lock(void *s) { baton_ticket_lock(s); }
 static int k_trylock(void *s) { return baton_ticket_trylock(s); }
 static int k_unlock(void *s) { return baton_ticket_unlock(s); }
 static int k_is_locked(void *s) { return baton_ticket_is_locked(s); }
+static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_ticket_timedlock(s, d); }
 /* The unlock needs no owner, but on a free lock it would serve a ticket
  * nobody drew, and the next one drawn would wait for a wrap of the counter:
  * leave a free lock alone (glibc's unlock of a free NORMAL mutex returns 0
@@ -58,11 +84,11 @@ const baton_kind_t baton_kind_ticket = {
     .name = "ticket",
     .summary = "ticket lock: FIFO by fetch-and-add; all waiters read one word",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_FIFO,
+            BATON_CAP_WAIT | BATON_CAP_FIFO | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_ticket_t), .align = _Alignof(baton_ticket_t),
     .handle_slot = offsetof(baton_ticket_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

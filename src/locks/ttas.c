@@ -51,6 +51,42 @@ sleep:
         baton_park(&l->word, 2u);
 }
 
+/* The timed lock: the same waits with a deadline.  A waiter that times out
+ * while sleeping leaves the word marked 2, as in tas.c: one futex wake at
+ * the next unlock that may find nobody, nothing else. */
+int baton_ttas_timedlock(baton_ttas_t *l, const baton_deadline_t *d)
+{
+    baton_waiter_t s;
+    baton_waiter_init(&s, &l->wait);
+    const bool parks = baton_wait_may_park(&l->wait);
+    for (;;) {
+        uint32_t v;
+        /* Relaxed, as in baton_ttas_lock_slow(). */
+        while ((v = baton_load(&l->word, memory_order_relaxed)) != 0) {
+            if (baton_deadline_left(d) == 0)
+                return ETIMEDOUT;
+            if (!baton_waiter_pause(&s, &l->word, v))
+                goto sleep;
+        }
+        /* Acquire pairs with the release in baton_ttas_unlock(). */
+        if (!parks) {
+            if (baton_xchg(&l->word, 1u, memory_order_acquire) == 0)
+                return 0;
+        } else {
+            uint32_t expected = 0;
+            if (baton_cas(&l->word, &expected, 1u, memory_order_acquire, memory_order_relaxed))
+                return 0;
+        }
+    }
+sleep:
+    /* Acquire pairs with the releasing exchange in baton_ttas_unlock(); a
+     * release that came with the time-out is taken by the last exchange. */
+    while (baton_xchg(&l->word, 2u, memory_order_acquire) != 0)
+        if (baton_park_until(&l->word, 2u, d) == ETIMEDOUT)
+            return baton_xchg(&l->word, 2u, memory_order_acquire) == 0 ? 0 : ETIMEDOUT;
+    return 0;
+}
+
 /* --- registry entry ------------------------------------------------------- */
 #include "kind.h"
 
@@ -60,16 +96,17 @@ static void k_lock(void *s) { baton_ttas_lock(s); }
 static int k_trylock(void *s) { return baton_ttas_trylock(s); }
 static int k_unlock(void *s) { return baton_ttas_unlock(s); }
 static int k_is_locked(void *s) { return baton_ttas_is_locked(s); }
+static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_ttas_timedlock(s, d); }
 
 const baton_kind_t baton_kind_ttas = {
     .name = "ttas",
     .summary = "test-and-test-and-set with bounded exponential backoff",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_BACKOFF,
     .size = sizeof(baton_ttas_t), .align = _Alignof(baton_ttas_t),
     .handle_slot = offsetof(baton_ttas_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     /* The unlock needs no owner, and leaves a free lock free. */
-    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
+    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

@@ -413,6 +413,19 @@ static int try_state(void *s)
     return pl_mutex_class.kind->trylock(s);
 }
 
+/* The kind's timed wait (its own slow path with a deadline: the wait
+ * layer's, or glibc's for the pthread kind), or, for a kind without one
+ * (the lock servers), trylock polled with back-off. */
+static int timed_acquire(void *s, clockid_t clock, const struct timespec *abstime)
+{
+    const baton_kind_t *k = pl_mutex_class.kind;
+    if (k->timedlock != NULL && (k->timed == NULL || k->timed(s))) {
+        baton_deadline_t d = {.at = *abstime, .clock = clock};
+        return k->timedlock(s, &d);
+    }
+    return pl_timed_acquire(try_state, s, clock, abstime);
+}
+
 static int timed_lock(pl_mutex_t *m, clockid_t clock, const struct timespec *abstime, const void *caller)
 {
     void *s = NULL;
@@ -433,7 +446,7 @@ static int timed_lock(pl_mutex_t *m, clockid_t clock, const struct timespec *abs
         if (!pl_timespec_valid(abstime))
             return EINVAL;
         uint64_t t0 = p ? pl_prof_now() : 0;
-        rc = pl_timed_acquire(try_state, s, clock, abstime);
+        rc = timed_acquire(s, clock, abstime);
         if (rc != 0)
             return rc;
         if (p)

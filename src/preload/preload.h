@@ -315,9 +315,10 @@ static inline int pl_timespec_valid(const struct timespec *ts)
 bool pl_deadline_passed(clockid_t clock, const struct timespec *abstime);
 /* Nanoseconds until the deadline (0 when passed). */
 uint64_t pl_ns_until(clockid_t clock, const struct timespec *abstime);
-/* Wait for a lock whose kind offers no timed acquisition: trylock, backing
- * off from 1 us up to 1 ms, until it succeeds (0) or the deadline passes
- * (ETIMEDOUT).  `try` returns 0 or EBUSY. */
+/* Wait for a lock whose kind offers no timed acquisition (the lock
+ * servers; every other kind waits through its own timedlock): trylock,
+ * backing off from 1 us up to 1 ms, until it succeeds (0) or the deadline
+ * passes (ETIMEDOUT).  `try` returns 0 or EBUSY. */
 int pl_timed_acquire(int (*try)(void *), void *arg, clockid_t clock, const struct timespec *abstime);
 
 /* --- the profiler (profile.c) ------------------------------------------------- */

@@ -302,6 +302,29 @@ static inline bool deadline_valid(clockid_t clock, const struct timespec *abstim
 
 enum how { BLOCK, TRY, TIMED };
 
+/* A reader's or writer's timed wait: the kind's (readers on the reader
+ * indicator, writers the inner lock's), or, where it has none, trylock
+ * polled with back-off. */
+static int timed_rd(void *s, clockid_t clock, const struct timespec *abstime)
+{
+    const baton_kind_t *k = pl_rwlock_class.kind;
+    if (k->timedrlock != NULL) {
+        baton_deadline_t d = {.at = *abstime, .clock = clock};
+        return k->timedrlock(s, &d);
+    }
+    return pl_timed_acquire(k->tryrlock, s, clock, abstime);
+}
+
+static int timed_wr(void *s, clockid_t clock, const struct timespec *abstime)
+{
+    const baton_kind_t *k = pl_rwlock_class.kind;
+    if (k->timedlock != NULL && (k->timed == NULL || k->timed(s))) {
+        baton_deadline_t d = {.at = *abstime, .clock = clock};
+        return k->timedlock(s, &d);
+    }
+    return pl_timed_acquire(k->trylock, s, clock, abstime);
+}
+
 /* A read lock of an adopted rwlock with state s. */
 static inline int rd_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock, const struct timespec *abstime,
                           const void *caller)
@@ -335,7 +358,7 @@ static inline int rd_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock
     } else {
         uint64_t t0 = p ? pl_prof_now() : 0;
         if (how == TIMED) {
-            int rc = pl_timed_acquire(k->tryrlock, s, clock, abstime);
+            int rc = timed_rd(s, clock, abstime);
             if (rc != 0)
                 return rc;
         } else {
@@ -370,7 +393,7 @@ static inline int wr_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock
     } else {
         uint64_t t0 = p ? pl_prof_now() : 0;
         if (how == TIMED) {
-            int rc = pl_timed_acquire(k->trylock, s, clock, abstime);
+            int rc = timed_wr(s, clock, abstime);
             if (rc != 0)
                 return rc;
         } else {

@@ -18,6 +18,7 @@
 
 #include <baton/atomic.h>
 #include <baton/wait.h>
+#include <errno.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -145,6 +146,73 @@ static inline void ri_rlock(const ri_t *r, _Atomic uint32_t *writer_word,
     }
     if (raised)
         baton_fetch_sub(write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
+}
+
+/* --- timed waits ---------------------------------------------------------------
+ * The same waits with a deadline.  Each leaves the indicator, and the write
+ * barrier, as it found them when it gives up. */
+
+/* ri_wait_empty() until d: false once d has passed with a reader inside. */
+static inline bool ri_wait_empty_until(const ri_t *r, const baton_wait_t *wait, const baton_deadline_t *d)
+{
+    baton_waiter_t w;
+    baton_waiter_init(&w, wait);
+    while (ri_query(r))
+        if (!baton_waiter_pause_until(&w, d))
+            return !ri_query(r);
+    return true;
+}
+
+/* ri_hold_back() until d: false once d has passed with the barrier up. */
+static inline bool ri_hold_back_until(_Atomic uint32_t *write_barrier, const baton_deadline_t *d)
+{
+    /* Relaxed: advisory, as in ri_hold_back(). */
+    for (unsigned tries = 0; baton_load(write_barrier, memory_order_relaxed) != 0; tries++) {
+        if (baton_deadline_left(d) == 0)
+            return false;
+        if (tries < 4u) {
+            for (unsigned i = 0; i < (8u << tries); i++)
+                baton_cpu_relax();
+        } else {
+            sched_yield();
+        }
+    }
+    return true;
+}
+
+/* ri_rlock() until d: 0 once in, or ETIMEDOUT, departed (it arrives only
+ * for its look at the writer's word) and with the barrier it raised
+ * lowered again. */
+static inline int ri_timedrlock(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
+                                uint32_t patience_limit, const baton_wait_t *wait, const baton_deadline_t *d)
+{
+    bool raised = false;
+    uint32_t patience = 0;
+    int rc = 0;
+    for (;;) {
+        ri_arrive(r);
+        /* seq_cst: the reader's half of the Dekker pattern (above). */
+        if (baton_load(writer_word, memory_order_seq_cst) == 0)
+            break;
+        ri_depart(r);
+        baton_waiter_t w;
+        baton_waiter_init(&w, wait);
+        /* Relaxed: a hint, as in ri_rlock(). */
+        while (baton_load(writer_word, memory_order_relaxed) != 0) {
+            if (!baton_waiter_pause_until(&w, d)) {
+                rc = ETIMEDOUT;
+                goto out;
+            }
+            if (++patience == patience_limit && !raised) {
+                baton_fetch_add(write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
+                raised = true;
+            }
+        }
+    }
+out:
+    if (raised)
+        baton_fetch_sub(write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
+    return rc;
 }
 
 #endif

@@ -80,6 +80,42 @@ static int k_trylock(void *s)
     return 0;
 }
 
+/* Timed writer: the write barrier, the inner lock (its own timed wait,
+ * through the dynamic API: ENOTSUP where the inner kind has none), then the
+ * readers, each until d.  A writer that times out while readers stay takes
+ * its mark back and lets the inner lock go. */
+static int k_timedlock(void *s, const baton_deadline_t *d)
+{
+    rw_lock_t *l = s;
+    if (!ri_hold_back_until(&l->write_barrier, d))
+        return ETIMEDOUT;
+    int rc = baton_clocklock(l->inner, d->clock, &d->at);
+    if (rc != 0)
+        return rc;
+    for (;;) {
+        /* seq_cst RMW: the writer's half of the Dekker pattern, as in
+         * wait_readers(). */
+        baton_xchg(&l->writer, 1u, memory_order_seq_cst);
+        if (!l->prefer_readers || !ri_query(&l->readers))
+            break;
+        /* Reader preference: as in wait_readers().  Release pairs with the
+         * readers' seq_cst look. */
+        baton_store(&l->writer, 0u, memory_order_release);
+        if (!ri_wait_empty_until(&l->readers, &l->pause, d))
+            goto timed_out;
+    }
+    if (!ri_wait_empty_until(&l->readers, &l->pause, d)) {
+        /* Release: as in k_unlock(). */
+        baton_store(&l->writer, 0u, memory_order_release);
+        goto timed_out;
+    }
+    baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_unlock() */
+    return 0;
+timed_out:
+    (void)baton_unlock(l->inner);
+    return ETIMEDOUT;
+}
+
 /* The writer's release, then the inner lock's by `inner_unlock`. */
 static int release_writer(rw_lock_t *l, int (*inner_unlock)(baton_lock_t *))
 {
@@ -120,6 +156,14 @@ static void k_rlock(void *s)
 }
 
 static void k_runlock(void *s) { ri_depart(&((rw_lock_t *)s)->readers); }
+
+static bool k_timed(void *s) { return baton_lock_timed(((rw_lock_t *)s)->inner) != 0; }
+
+static int k_timedrlock(void *s, const baton_deadline_t *d)
+{
+    rw_lock_t *l = s;
+    return ri_timedrlock(&l->readers, &l->writer, &l->write_barrier, l->read_patience, &l->pause, d);
+}
 
 /* A reader's entry that never waits: arrive, and if a writer holds the lock
  * or is taking it (waiting for readers to leave), depart again.  Refusing
@@ -201,7 +245,7 @@ const baton_kind_t baton_kind_rw = {
     .name = "rw",
     .summary = "rw(<kind>): readers-writer lock over any kind with lock/unlock (writers first; ,prefer_readers: readers first)",
     .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_RW |
-            BATON_CAP_OWNER | BATON_CAP_WRAPPER,
+            BATON_CAP_OWNER | BATON_CAP_WRAPPER | BATON_CAP_TIMED,
     .waits = BATON_WAITS_NONE,
     .default_wait = BATON_NO_WAIT,
     .size = sizeof(rw_lock_t), .align = _Alignof(rw_lock_t),
@@ -209,6 +253,7 @@ const baton_kind_t baton_kind_rw = {
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .rlock = k_rlock,
     .runlock = k_runlock, .tryrlock = k_tryrlock, .has_readers = k_has_readers,
+    .timedlock = k_timedlock, .timedrlock = k_timedrlock, .timed = k_timed,
     .wrapper = true,
     .footprint = k_footprint,
 };

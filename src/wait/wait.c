@@ -202,3 +202,45 @@ uint32_t baton_wait_while_eq(const baton_wait_t *w, _Atomic uint32_t *word, uint
         baton_park(word, v);
     }
 }
+
+int baton_wait_while_eq_until(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
+                              const baton_deadline_t *d, uint32_t *seen)
+{
+    baton_waiter_t s;
+    baton_waiter_init(&s, w);
+    for (;;) {
+        /* Acquire pairs with the release in baton_wait_store() (or in the
+         * caller's own publishing store). */
+        uint32_t v = baton_load(word, memory_order_acquire);
+        if ((v & ~BATON_WAIT_PARKED) != old) {
+            *seen = v & ~BATON_WAIT_PARKED;
+            return 0;
+        }
+        /* A clock read (~20 ns) per pause: this is the slow path of a
+         * timed call, and a pause lasts at least as long. */
+        if (baton_deadline_left(d) == 0) {
+            *seen = old;
+            return ETIMEDOUT;
+        }
+        if (baton_waiter_pause(&s, word, v))
+            continue;
+        if (!(v & BATON_WAIT_PARKED)) {
+            /* Relaxed: as in baton_wait_while_eq(). */
+            if (!baton_cas(word, &v, v | BATON_WAIT_PARKED, memory_order_relaxed, memory_order_relaxed))
+                continue;
+            v |= BATON_WAIT_PARKED;
+        }
+        /* Past the deadline the loop's next look decides: a change that
+         * came with the time-out still counts. */
+        (void)baton_park_until(word, v, d);
+    }
+}
+
+bool baton_waiter_pause_until(baton_waiter_t *s, const baton_deadline_t *d)
+{
+    if (baton_deadline_left(d) == 0)
+        return false;
+    if (!baton_waiter_pause(s, NULL, 0))
+        sched_yield();
+    return true;
+}

@@ -20,6 +20,15 @@ const baton_calibration_t *baton_calibration_ready(void);
  * return it; NULL if another thread is running it now. */
 const baton_calibration_t *baton_calibration_start(void);
 
+/* Sleep while *word == val until woken or the absolute time abstime
+ * (NULL: none) on `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC) passes;
+ * `shared`: a futex other processes may wake (process-shared condition
+ * variables).  ETIMEDOUT once passed, else 0; errno is left as it was. */
+int baton_futex_wait_abs(_Atomic uint32_t *word, uint32_t val, clockid_t clock, const struct timespec *abstime,
+                         bool shared);
+/* Wake up to n sleepers of word; errno is left as it was. */
+void baton_futex_wake_n(_Atomic uint32_t *word, int n, bool shared);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t baton_now_ns(void);
 
