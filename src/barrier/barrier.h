@@ -30,9 +30,9 @@
 #include <baton/barrier.h>
 #include <baton/wait.h>
 
-#include "../core/syslock.h"
-#include "../delegate/slots.h"
-#include "../locks/kind.h" /* baton_option_desc_t, baton_opts_t: the spec grammar's types */
+#include "../base/syslock.h"
+#include "../base/slots.h"
+#include "../base/kind.h" /* baton_option_desc_t, baton_opts_t: the spec grammar's types */
 
 #include <stddef.h>
 #include <stdint.h>

@@ -9,9 +9,9 @@
  */
 #include <baton/baton.h>
 #include "registry.h"
-#include "error.h"
-#include "thread.h"
-#include "../delegate/delegate.h"
+#include "../base/error.h"
+#include "../base/thread.h"
+#include "../base/cs.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -284,8 +284,6 @@ int baton_unlock(baton_lock_t *l)
 }
 
 /* --- execute, delegate, futures ------------------------------------------ */
-
-_Thread_local baton_cs_frame_t *baton_cs_top __attribute__((tls_model("initial-exec")));
 
 /* An operation on l from inside one of l's own critical sections would wait
  * for itself: report it.  The chain is empty outside critical sections, so

@@ -10,8 +10,8 @@
  */
 #include <baton/atomic.h>
 #include <baton/counter.h>
-#include "syslock.h"
-#include "../delegate/slots.h"
+#include "../base/syslock.h"
+#include "../base/slots.h"
 
 #include <errno.h>
 #include <stdlib.h>

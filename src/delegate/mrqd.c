@@ -14,7 +14,7 @@
  * while readers read, writes pile up for one helper to run in a batch.
  */
 #include "queue.h"
-#include "../rwlock/indicator.h"
+#include "../base/indicator.h"
 
 #include <errno.h>
 

@@ -21,8 +21,8 @@
 #ifndef BATON_DELEGATE_SERVER_RT_H
 #define BATON_DELEGATE_SERVER_RT_H
 
-#include "slots.h"
-#include "../core/syslock.h"
+#include "../base/slots.h"
+#include "../base/syslock.h"
 
 #include <baton/baton.h>
 #include <baton/wait.h>

@@ -55,7 +55,7 @@ void baton_tas_lock_slow(baton_tas_t *l)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static int k_init(void *s, const baton_opts_t *o) { return baton_tas_init(s, &o->wait); }
 static int k_destroy(void *s) { return baton_tas_destroy(s); }

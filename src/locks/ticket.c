@@ -40,7 +40,7 @@ int baton_ticket_trylock(baton_ticket_t *l)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static int k_init(void *s, const baton_opts_t *o) { return baton_ticket_init(s, &o->wait); }
 static int k_destroy(void *s) { return baton_ticket_destroy(s); }

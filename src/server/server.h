@@ -46,7 +46,7 @@
 #define BATON_SERVER_SERVER_H
 
 #include "../delegate/server_rt.h"
-#include "../locks/kind.h"
+#include "../base/kind.h"
 
 #include <stdbool.h>
 #include <stdint.h>
