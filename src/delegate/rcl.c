@@ -49,7 +49,7 @@
  * its future).
  */
 #include "../base/cs.h"
-#include "server_rt.h"
+#include "../runtime/server_rt.h"
 #include "../base/error.h"
 #include "../base/kind.h"
 

@@ -45,7 +45,7 @@
 #ifndef BATON_SERVER_SERVER_H
 #define BATON_SERVER_SERVER_H
 
-#include "../delegate/server_rt.h"
+#include "../runtime/server_rt.h"
 #include "../base/kind.h"
 
 #include <stdbool.h>
