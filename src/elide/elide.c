@@ -52,7 +52,7 @@
  */
 #include "htm.h"
 #include "../base/error.h"
-#include "../core/registry.h"
+#include "../api/registry.h"
 #include "../base/thread.h"
 #include "../base/syslock.h"
 #include "../base/cs.h"

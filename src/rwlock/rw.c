@@ -18,7 +18,7 @@
  */
 #include "../base/indicator.h"
 #include "../base/error.h"
-#include "../core/registry.h"
+#include "../api/registry.h"
 #include "../base/thread.h"
 
 #include <errno.h>
