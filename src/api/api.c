@@ -358,22 +358,6 @@ int baton_delegate_future(baton_lock_t *l, baton_fn fn, const void *args, size_t
     return rc;
 }
 
-int baton_future_wait(baton_future_t *f)
-{
-    baton_wait_t w;
-    memcpy(&w, &f->wait, sizeof w);
-    /* The acquire inside pairs with the release of baton_future_complete(). */
-    (void)baton_wait_while_eq(&w, &f->state, 0u);
-    return f->status;
-}
-
-int baton_future_ready(const baton_future_t *f)
-{
-    /* Acquire pairs with the release of baton_future_complete().  The cast
-     * drops const only for C11's atomic_load signature. */
-    return (baton_load((_Atomic uint32_t *)&f->state, memory_order_acquire) & ~BATON_WAIT_PARKED) != 0;
-}
-
 /* --- readers, statistics ------------------------------------------------------ */
 
 int baton_rlock(baton_lock_t *l)
