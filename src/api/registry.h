@@ -1,6 +1,6 @@
 /* registry.h - lookup in the one table of kinds. */
-#ifndef BATON_CORE_REGISTRY_H
-#define BATON_CORE_REGISTRY_H
+#ifndef BATON_API_REGISTRY_H
+#define BATON_API_REGISTRY_H
 
 #include "../base/kind.h"
 #include "../base/spec.h" /* baton_opts_inner */

@@ -1,6 +1,6 @@
 /* spec.c - the spec grammar's tail, "[:wait][,key=value...]" after a kind's
  * name (grammar in baton/baton.h), for lock and barrier specs alike; the
- * lock spec as a whole, kind and all, is parsed in src/core/lockspec.c. */
+ * lock spec as a whole, kind and all, is parsed in src/api/lockspec.c. */
 #include "error.h"
 #include "spec.h"
 

@@ -1,8 +1,8 @@
-/* spec.h - the spec grammar's tail, shared by lock specs (spec.c) and
- * barrier specs (src/barrier/registry.c): after a kind's name,
+/* spec.h - the spec grammar's tail, shared by lock specs (src/api/lockspec.c)
+ * and barrier specs (src/barrier/registry.c): after a kind's name,
  * [:wait][,key=value...]. */
-#ifndef BATON_CORE_SPEC_H
-#define BATON_CORE_SPEC_H
+#ifndef BATON_BASE_SPEC_H
+#define BATON_BASE_SPEC_H
 
 #include "kind.h"
 
