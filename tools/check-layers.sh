@@ -85,7 +85,7 @@ no_allow=0
 while [[ $# -gt 0 ]]; do
     case $1 in
     --root) root=${2:?--root needs a directory}; shift 2 ;;
-    --objects) objects+=("${2:?--objects needs a directory}"); shift 2 ;;
+    --objects) objects+=("$(realpath -m -- "${2:?--objects needs a directory}")"); shift 2 ;;
     --no-allow) no_allow=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "check-layers.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
