@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../src/core/registry.h" /* test_tryrlock(): the kind table */
+#include "../src/api/registry.h" /* test_tryrlock(): the kind table */
 
 /* A second thread that runs lock operations on request, so that tests can
  * act as "another thread" that keeps its identity between operations. */

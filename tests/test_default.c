@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../src/core/registry.h" /* the kind table: the release op */
+#include "../src/api/registry.h" /* the kind table: the release op */
 
 #define WAITERS 4
 #define ROUNDS 20

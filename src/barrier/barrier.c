@@ -3,8 +3,8 @@
  * dissemination.c and tournament.c; what they share is in barrier.h.
  */
 #include "barrier.h"
-#include "../core/error.h"
-#include "../core/spec.h"
+#include "../base/error.h"
+#include "../base/spec.h"
 #include "../wait/wait_internal.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * A barrier is this header, its kind's state (kind->size bytes on their own
  * cache lines) and n seats.  A seat is a place, numbered 0..n-1 (the rank the
  * dissemination and tournament algorithms need): a thread takes one on its
- * first wait and keeps it until it exits (src/delegate/slots.h calls us back
+ * first wait and keeps it until it exits (src/base/slots.h calls us back
  * then), so every episode has exactly one arrival per seat.  The kinds rely
  * on that: a seat's per-rank state (its episode count, its flags) passes
  * from an exiting thread to the next one that takes the seat, in step with
@@ -30,9 +30,9 @@
 #include <baton/barrier.h>
 #include <baton/wait.h>
 
-#include "../core/syslock.h"
-#include "../delegate/slots.h"
-#include "../locks/kind.h" /* baton_option_desc_t, baton_opts_t: the spec grammar's types */
+#include "../base/syslock.h"
+#include "../base/slots.h"
+#include "../base/kind.h" /* baton_option_desc_t, baton_opts_t: the spec grammar's types */
 
 #include <stddef.h>
 #include <stdint.h>

@@ -29,8 +29,8 @@
  * e - 1 or e and waits until it reads e + 1.
  */
 #include "barrier.h"
-#include "../core/error.h"
-#include "../core/topology.h"
+#include "../base/error.h"
+#include "../base/topology.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * and the chosen lock kinds; and what the other launching commands share
  * (launch.h). */
 #include "launch.h"
-#include "../core/registry.h"
+#include "../api/registry.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -49,7 +49,7 @@
  */
 #include "bench.h"
 #include "guard.h"
-#include "../core/registry.h"
+#include "../api/registry.h"
 
 #include <baton/barrier.h>
 

@@ -14,7 +14,7 @@
 #ifndef BATON_COND_CV_H
 #define BATON_COND_CV_H
 
-#include "../core/syslock.h"
+#include "../base/syslock.h"
 
 #include <baton/atomic.h>
 #include <stdbool.h>

@@ -35,9 +35,9 @@
  *   help_limit=<n>   requests one combiner runs at most (default 4096)
  * The wait policy (default spinpark) is how a thread waits on its node.
  */
-#include "delegate.h"
-#include "slots.h"
-#include "../locks/kind.h"
+#include "../base/cs.h"
+#include "../base/slots.h"
+#include "../base/kind.h"
 
 #include <errno.h>
 #include <stdio.h>

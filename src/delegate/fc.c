@@ -34,9 +34,9 @@
  *   help_limit=<n>     operations per session at most (default 4096)
  * The wait policy (default spinpark) is how waiters and lock() wait.
  */
-#include "delegate.h"
-#include "slots.h"
-#include "../locks/kind.h"
+#include "../base/cs.h"
+#include "../base/slots.h"
+#include "../base/kind.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -16,9 +16,9 @@
  * of the CPU it runs on (sched_getcpu), read again every 64 operations.
  */
 #include "queue.h"
-#include "../core/error.h"
-#include "../core/thread.h"
-#include "../core/topology.h"
+#include "../base/error.h"
+#include "../base/thread.h"
+#include "../base/topology.h"
 
 #include <baton/clh.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* mrqd.c - multi-reader queue delegation lock.
  *
- * A QD lock (queue.h) plus a reader indicator (src/rwlock/indicator.h) and
+ * A QD lock (queue.h) plus a reader indicator (src/base/indicator.h) and
  * a write barrier, after the writer-preference readers-writer pattern:
  *  - writers (delegate, execute, lock) work exactly as in qd, except that a
  *    helper, having opened its queue, waits for readers to leave before it
@@ -14,7 +14,7 @@
  * while readers read, writes pile up for one helper to run in a batch.
  */
 #include "queue.h"
-#include "../rwlock/indicator.h"
+#include "../base/indicator.h"
 
 #include <errno.h>
 

@@ -17,8 +17,8 @@
  */
 #include "queue.h"
 #include "../wait/wait_internal.h"
-#include "../core/error.h"
-#include "../core/thread.h"
+#include "../base/error.h"
+#include "../base/thread.h"
 
 #include <errno.h>
 #include <stdlib.h>

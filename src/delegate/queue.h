@@ -44,8 +44,8 @@
 #ifndef BATON_DELEGATE_QUEUE_H
 #define BATON_DELEGATE_QUEUE_H
 
-#include "delegate.h"
-#include "../locks/kind.h"
+#include "../base/cs.h"
+#include "../base/kind.h"
 
 #include <baton/ttas.h>
 #include <sched.h>

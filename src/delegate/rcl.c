@@ -48,10 +48,10 @@
  * child; one the server was running at the fork is cancelled (ECANCELED on
  * its future).
  */
-#include "delegate.h"
-#include "server_rt.h"
-#include "../core/error.h"
-#include "../locks/kind.h"
+#include "../base/cs.h"
+#include "../runtime/server_rt.h"
+#include "../base/error.h"
+#include "../base/kind.h"
 
 #include <errno.h>
 #include <string.h>

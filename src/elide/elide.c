@@ -51,11 +51,11 @@
  * speculating thread.
  */
 #include "htm.h"
-#include "../core/error.h"
-#include "../core/registry.h"
-#include "../core/thread.h"
-#include "../core/syslock.h"
-#include "../delegate/delegate.h"
+#include "../base/error.h"
+#include "../api/registry.h"
+#include "../base/thread.h"
+#include "../base/syslock.h"
+#include "../base/cs.h"
 
 #include <pthread.h>
 

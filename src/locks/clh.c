@@ -22,7 +22,7 @@
  * GiB of them), so CLH_LEFT + index stays clear of the parked bit.
  */
 #include <baton/clh.h>
-#include "../core/thread.h"
+#include "../base/thread.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -235,7 +235,7 @@ int baton_clh_release(baton_clh_t *l)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static int k_init(void *s, const baton_opts_t *o) { return baton_clh_init(s, &o->wait); }
 static int k_destroy(void *s) { return baton_clh_destroy(s); }

@@ -19,7 +19,7 @@
  * deadline passed).
  */
 #include <baton/mcs.h>
-#include "../core/thread.h"
+#include "../base/thread.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -174,7 +174,7 @@ int baton_mcs_release(baton_mcs_t *l)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static int k_init(void *s, const baton_opts_t *o) { return baton_mcs_init(s, &o->wait); }
 static int k_destroy(void *s) { return baton_mcs_destroy(s); }

@@ -19,7 +19,7 @@
  * on the lock's head word, which only one thread polls at any time.
  */
 #include <baton/onespinner.h>
-#include "../core/thread.h"
+#include "../base/thread.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -196,7 +196,7 @@ int baton_onespinner_release(baton_onespinner_t *l)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static int k_init(void *s, const baton_opts_t *o) { return baton_onespinner_init(s, &o->wait); }
 static int k_destroy(void *s) { return baton_onespinner_destroy(s); }

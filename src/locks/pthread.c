@@ -4,7 +4,7 @@
  * that benchmarks compare against what programs use; with check=1 an
  * ERRORCHECK mutex, which reports unlock by a non-owner as EPERM itself.
  */
-#include "kind.h"
+#include "../base/kind.h"
 
 #include <errno.h>
 #include <pthread.h>

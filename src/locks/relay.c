@@ -37,7 +37,7 @@
  * at least every RELAY_PARK_TIMEOUT_NS.
  */
 #include <baton/relay.h>
-#include "../core/thread.h"
+#include "../base/thread.h"
 #include "../wait/wait_internal.h"
 
 #include <errno.h>
@@ -459,7 +459,7 @@ void baton_relay_hand_over(baton_relay_t *l, baton_qnode_t *h)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static const baton_option_desc_t relay_options[] = {
     {"slice_us", 1, 1000000, BATON_RELAY_SLICE_NS_DEFAULT / 1000u,

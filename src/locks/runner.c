@@ -57,7 +57,7 @@
  * anyway.
  */
 #include <baton/runner.h>
-#include "../core/thread.h"
+#include "../base/thread.h"
 #include "../wait/wait_internal.h"
 
 #include <errno.h>
@@ -815,7 +815,7 @@ int baton_runner_release_check(baton_runner_t *l)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static const baton_option_desc_t runner_options[] = {
     {"tenure_us", 0, 1000000, 0,

@@ -92,7 +92,7 @@ int baton_tas_timedlock(baton_tas_t *l, const baton_deadline_t *d)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static int k_init(void *s, const baton_opts_t *o) { return baton_tas_init(s, &o->wait); }
 static int k_destroy(void *s) { return baton_tas_destroy(s); }

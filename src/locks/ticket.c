@@ -65,7 +65,7 @@ int baton_ticket_timedlock(baton_ticket_t *l, const baton_deadline_t *d)
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static int k_init(void *s, const baton_opts_t *o) { return baton_ticket_init(s, &o->wait); }
 static int k_destroy(void *s) { return baton_ticket_destroy(s); }

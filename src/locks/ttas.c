@@ -88,7 +88,7 @@ sleep:
 }
 
 /* --- registry entry ------------------------------------------------------- */
-#include "kind.h"
+#include "../base/kind.h"
 
 static int k_init(void *s, const baton_opts_t *o) { return baton_ttas_init(s, &o->wait); }
 static int k_destroy(void *s) { return baton_ttas_destroy(s); }

@@ -8,7 +8,7 @@
  * init.c, barrier.c and profile.c read the variables and call these.
  */
 #include "preload.h"
-#include "../core/registry.h"
+#include "../api/registry.h"
 #include <baton/barrier.h>
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* init.c - configuration, lock-state slabs, the real functions and fork for
  * libbaton-preload.so (see preload.h). */
 #include "preload.h"
-#include "../core/registry.h"
+#include "../api/registry.h"
 #include <baton/preload.h>
 
 #include <dlfcn.h>

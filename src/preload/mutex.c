@@ -68,7 +68,7 @@
  * where every mutex is checked like an ERRORCHECK one.
  */
 #include "preload.h"
-#include "../core/thread.h"
+#include "../base/thread.h"
 
 #include <errno.h>
 #include <string.h>

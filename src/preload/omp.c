@@ -80,7 +80,7 @@
  * release only.
  */
 #include "preload.h"
-#include "../core/thread.h"
+#include "../base/thread.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -40,8 +40,8 @@
 #ifndef BATON_PRELOAD_H
 #define BATON_PRELOAD_H
 
-#include "../locks/kind.h"
-#include "../core/syslock.h"
+#include "../base/kind.h"
+#include "../base/syslock.h"
 
 #include <baton/atomic.h>
 #include <pthread.h>

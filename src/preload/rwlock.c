@@ -80,7 +80,7 @@
  * thread may destroy and free it at once.
  */
 #include "preload.h"
-#include "../core/thread.h"
+#include "../base/thread.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -16,10 +16,10 @@
  * whenever no writer holds the lock, even while writers wait (and writers
  * can starve, as under glibc).
  */
-#include "indicator.h"
-#include "../core/error.h"
-#include "../core/registry.h"
-#include "../core/thread.h"
+#include "../base/indicator.h"
+#include "../base/error.h"
+#include "../api/registry.h"
+#include "../base/thread.h"
 
 #include <errno.h>
 #include <sched.h>

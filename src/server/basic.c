@@ -15,7 +15,7 @@
  * described in server.h.
  */
 #include "server.h"
-#include "../core/error.h"
+#include "../base/error.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -42,8 +42,8 @@
  * not park while that queue is non-empty.
  */
 #include "server.h"
-#include "../core/error.h"
-#include "../core/topology.h"
+#include "../base/error.h"
+#include "../base/topology.h"
 
 #include <errno.h>
 #include <sched.h>

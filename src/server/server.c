@@ -30,7 +30,7 @@
  * stops with its last lock.
  */
 #include "server.h"
-#include "../core/error.h"
+#include "../base/error.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -45,8 +45,8 @@
 #ifndef BATON_SERVER_SERVER_H
 #define BATON_SERVER_SERVER_H
 
-#include "../delegate/server_rt.h"
-#include "../locks/kind.h"
+#include "../runtime/server_rt.h"
+#include "../base/kind.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -12,7 +12,7 @@
 #include <baton/barrier.h>
 #include <baton/baton.h>
 
-#include "core/registry.h" /* baton_spec_footprint */
+#include "api/registry.h" /* baton_spec_footprint */
 
 #include <errno.h>
 #include <stddef.h>

@@ -10,9 +10,9 @@
  */
 #include <baton/baton.h>
 #include "registry.h"
-#include "error.h"
+#include "../base/error.h"
 #include "../cond/cv.h"
-#include "../delegate/delegate.h"
+#include "../base/cs.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -13,8 +13,8 @@
  * so at least one side sees the other.  Fences would do the same, but
  * ThreadSanitizer does not model them.
  */
-#ifndef BATON_RWLOCK_INDICATOR_H
-#define BATON_RWLOCK_INDICATOR_H
+#ifndef BATON_BASE_INDICATOR_H
+#define BATON_BASE_INDICATOR_H
 
 #include <baton/atomic.h>
 #include <baton/wait.h>

@@ -1,7 +1,7 @@
 /* counter.c - per-thread statistics cells, summed on read (baton/counter.h).
  *
  * Each thread that adds gets a cell through the per-(thread, object) slot
- * table (src/delegate/slots.h): found by one compare when the counter is the
+ * table (src/base/slots.h): found by one compare when the counter is the
  * thread's most recently used object.  Cells are pushed onto the counter's
  * list, never removed before the counter is freed; a thread that exits
  * hands its cell back and the next new thread reuses it, value and all, so
@@ -10,8 +10,8 @@
  */
 #include <baton/atomic.h>
 #include <baton/counter.h>
-#include "syslock.h"
-#include "../delegate/slots.h"
+#include "../base/syslock.h"
+#include "../base/slots.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -17,8 +17,8 @@
  * Each thread keeps its (owner, record) pairs in a small array, the most
  * recently used first.
  */
-#ifndef BATON_DELEGATE_SLOTS_H
-#define BATON_DELEGATE_SLOTS_H
+#ifndef BATON_BASE_SLOTS_H
+#define BATON_BASE_SLOTS_H
 
 #include <baton/atomic.h>
 #include <stddef.h>

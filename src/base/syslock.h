@@ -7,8 +7,8 @@
  * depends on nothing but the futex: 0 free, 1 held, 2 held with sleepers.
  * It is never contended on a hot path, so it parks at once.
  */
-#ifndef BATON_CORE_SYSLOCK_H
-#define BATON_CORE_SYSLOCK_H
+#ifndef BATON_BASE_SYSLOCK_H
+#define BATON_BASE_SYSLOCK_H
 
 #include <baton/atomic.h>
 #include <baton/wait.h>

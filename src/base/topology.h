@@ -1,7 +1,7 @@
 /* topology.h - the little the core library knows of the machine's layout
  * (sysfs only; the bench tool has the full picture in bench/topo.c). */
-#ifndef BATON_CORE_TOPOLOGY_H
-#define BATON_CORE_TOPOLOGY_H
+#ifndef BATON_BASE_TOPOLOGY_H
+#define BATON_BASE_TOPOLOGY_H
 
 #include <stdint.h>
 

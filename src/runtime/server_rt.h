@@ -18,11 +18,11 @@
  * reference, and fork (a child's first user of a server starts a new thread
  * for it).  See server_rt.c.
  */
-#ifndef BATON_DELEGATE_SERVER_RT_H
-#define BATON_DELEGATE_SERVER_RT_H
+#ifndef BATON_RUNTIME_SERVER_RT_H
+#define BATON_RUNTIME_SERVER_RT_H
 
-#include "slots.h"
-#include "../core/syslock.h"
+#include "../base/slots.h"
+#include "../base/syslock.h"
 
 #include <baton/baton.h>
 #include <baton/wait.h>

@@ -9,9 +9,9 @@
  */
 #include <baton/baton.h>
 #include "registry.h"
-#include "error.h"
-#include "thread.h"
-#include "../delegate/delegate.h"
+#include "../base/error.h"
+#include "../base/thread.h"
+#include "../base/cs.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -352,8 +352,6 @@ int baton_timedlock(baton_lock_t *l, const struct timespec *abstime)
 
 /* --- execute, delegate, futures ------------------------------------------ */
 
-_Thread_local baton_cs_frame_t *baton_cs_top __attribute__((tls_model("initial-exec")));
-
 /* An operation on l from inside one of l's own critical sections would wait
  * for itself: report it.  The chain is empty outside critical sections, so
  * the common case costs one thread-local load. */
@@ -425,22 +423,6 @@ int baton_delegate_future(baton_lock_t *l, baton_fn fn, const void *args, size_t
     if (rc != 0 && !baton_future_ready(f))
         baton_future_complete_own(f, rc); /* refused: ready at once, so waiting never hangs */
     return rc;
-}
-
-int baton_future_wait(baton_future_t *f)
-{
-    baton_wait_t w;
-    memcpy(&w, &f->wait, sizeof w);
-    /* The acquire inside pairs with the release of baton_future_complete(). */
-    (void)baton_wait_while_eq(&w, &f->state, 0u);
-    return f->status;
-}
-
-int baton_future_ready(const baton_future_t *f)
-{
-    /* Acquire pairs with the release of baton_future_complete().  The cast
-     * drops const only for C11's atomic_load signature. */
-    return (baton_load((_Atomic uint32_t *)&f->state, memory_order_acquire) & ~BATON_WAIT_PARKED) != 0;
 }
 
 /* --- readers, statistics ------------------------------------------------------ */

@@ -1,6 +1,6 @@
 /* slots.c - per-(thread, object) records (see slots.h). */
 #include "slots.h"
-#include "../core/syslock.h"
+#include "syslock.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,8 +1,9 @@
 /* registry.h - lookup in the one table of kinds. */
-#ifndef BATON_CORE_REGISTRY_H
-#define BATON_CORE_REGISTRY_H
+#ifndef BATON_API_REGISTRY_H
+#define BATON_API_REGISTRY_H
 
-#include "../locks/kind.h"
+#include "../base/kind.h"
+#include "../base/spec.h" /* baton_opts_inner */
 
 const baton_kind_t *baton_registry_find(const char *name, size_t len);
 const baton_kind_info_t *baton_registry_info(const baton_kind_t *k);
@@ -26,10 +27,6 @@ int baton_is_locked(baton_lock_t *lock);
  * the kind's footprint, allocator overhead included; 0 for a bad spec.
  * Internal: rw(<kind>) reports its inner lock's cost with it. */
 size_t baton_spec_footprint(const char *spec);
-
-/* A wrapper kind's inner spec, NUL-terminated, into buf: 0, or EINVAL (with
- * the last-error message) when it does not fit. */
-int baton_opts_inner(const baton_opts_t *o, char *buf, size_t size);
 
 /* A lock's state and its kind's table: elide(<kind>) reads its inner lock's
  * word inside transactions through the kind's is_locked, with no call

@@ -1,6 +1,6 @@
 /* error.h - the thread-local last-error message. */
-#ifndef BATON_CORE_ERROR_H
-#define BATON_CORE_ERROR_H
+#ifndef BATON_BASE_ERROR_H
+#define BATON_BASE_ERROR_H
 
 #include <stdarg.h>
 

@@ -1,10 +1,10 @@
 /* kind.h - what a lock kind is: the thin table of operations every algorithm
- * fills in at the bottom of its own file, and the registry (src/core/
+ * fills in at the bottom of its own file, and the registry (src/api/
  * registry.c) lists.  Optional operations are capability bits, not NULLs
  * scattered through callers.
  */
-#ifndef BATON_LOCKS_KIND_H
-#define BATON_LOCKS_KIND_H
+#ifndef BATON_BASE_KIND_H
+#define BATON_BASE_KIND_H
 
 #include <baton/baton.h>
 #include <baton/wait.h>
@@ -115,7 +115,11 @@ static inline size_t baton_alloc_cost(size_t align, size_t size)
     return block;
 }
 
-/* Every kind, defined at the bottom of its algorithm's file. */
+/* Every kind, defined at the bottom of its algorithm's file.  Declared here,
+ * in the bottom layer, so that the registry (src/api/) names every kind
+ * without including a layer above it: the wrappers (rw, elide) sit above
+ * the API, since they create their inner lock through it.  The linker
+ * resolves the names; nothing here depends on the kinds' code. */
 extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, baton_kind_mcs,
     baton_kind_clh, baton_kind_onespinner, baton_kind_relay, baton_kind_runner, baton_kind_pthread;
 extern const baton_kind_t baton_kind_qd, baton_kind_mrqd, baton_kind_hqd, baton_kind_rcl,

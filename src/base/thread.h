@@ -10,8 +10,8 @@
  * free list.  Monitors are recycled only as monitors, and their generation
  * is never reset, which is what 1spinner's predecessor check relies on.
  */
-#ifndef BATON_CORE_THREAD_H
-#define BATON_CORE_THREAD_H
+#ifndef BATON_BASE_THREAD_H
+#define BATON_BASE_THREAD_H
 
 #include <baton/atomic.h>
 #include <stdint.h>

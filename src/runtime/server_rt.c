@@ -38,8 +38,8 @@
  * the waiters whose threads are gone (only the forking thread survives).
  */
 #include "server_rt.h"
-#include "delegate.h"
-#include "../core/error.h"
+#include "../base/cs.h"
+#include "../base/error.h"
 #include "../wait/wait_internal.h"
 
 #include <errno.h>

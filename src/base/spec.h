@@ -1,10 +1,10 @@
-/* spec.h - the spec grammar's tail, shared by lock specs (spec.c) and
- * barrier specs (src/barrier/registry.c): after a kind's name,
+/* spec.h - the spec grammar's tail, shared by lock specs (src/api/lockspec.c)
+ * and barrier specs (src/barrier/registry.c): after a kind's name,
  * [:wait][,key=value...]. */
-#ifndef BATON_CORE_SPEC_H
-#define BATON_CORE_SPEC_H
+#ifndef BATON_BASE_SPEC_H
+#define BATON_BASE_SPEC_H
 
-#include "../locks/kind.h"
+#include "kind.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,5 +30,9 @@ typedef struct baton_spec_tail {
  * valid policies or options). */
 int baton_spec_parse_tail(const baton_spec_tail_t *t, const char *spec, const char *p, baton_opts_t *o,
                           int *asked);
+
+/* A wrapper kind's inner spec, NUL-terminated, into buf: 0, or EINVAL (with
+ * the last-error message) when it does not fit. */
+int baton_opts_inner(const baton_opts_t *o, char *buf, size_t size);
 
 #endif

@@ -1,4 +1,5 @@
-/* delegate.h - what every delegation kind shares (src/delegate/).
+/* cs.h - what every thread that runs operations for a lock shares: the
+ * delegation kinds (src/delegate/), the server runtime, the API, elide.
  *
  *  - Critical-section frames: while a thread runs operations of a lock (as
  *    the lock holder, a QD helper, a combiner or an RCL server) it pushes a
@@ -8,8 +9,8 @@
  *    The chain lives on the stack; the thread keeps only its top.
  *  - Futures: how an operation that promised a result says it has run.
  */
-#ifndef BATON_DELEGATE_DELEGATE_H
-#define BATON_DELEGATE_DELEGATE_H
+#ifndef BATON_BASE_CS_H
+#define BATON_BASE_CS_H
 
 #include <baton/baton.h>
 #include <baton/wait.h>

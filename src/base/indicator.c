@@ -1,6 +1,6 @@
 /* indicator.c - reader indicator: allocation and thread indices. */
 #include "indicator.h"
-#include "../locks/kind.h"
+#include "kind.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  *
  * Adding a kind: write src/locks/<name>.c with its algorithm and, at the
  * bottom, its `const baton_kind_t baton_kind_<name>`; declare it in
- * src/locks/kind.h; add it to `kinds` below; add the file to CMakeLists.txt.
+ * src/base/kind.h; add it to `kinds` below; add the file to CMakeLists.txt.
  * The stress suite, the unit tests and `baton bench` pick it up from here.
  */
 #include "registry.h"
