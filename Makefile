@@ -74,8 +74,8 @@ build-tsan/build.ninja:
 test-tsan: deps build-tsan/build.ninja
 	@# Not test_server: TSan cannot follow its fork tests (a child that starts
 	@# threads after a multi-threaded fork dies or reuses thread ids).
-	cmake --build build-tsan -j $(JOBS) --target stress stress_chaos test_default test_combining test_barrier test_timed test_cond
-	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R '^(stress|default$$|combining$$|barrier$$|timed$$|cond$$)'
+	cmake --build build-tsan -j $(JOBS) --target stress stress_chaos test_default test_combining test_barrier test_timed test_cond test_hpp example_hpp_demo
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R '^(stress|default$$|combining$$|barrier$$|timed$$|cond$$|hpp$$|example_hpp_demo$$)'
 
 build-asan/build.ninja:
 	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DBATON_SANITIZE=address -DBATON_PEERS=OFF -DBATON_HTM=OFF
