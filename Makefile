@@ -12,12 +12,13 @@
 #                the hardware-transaction path: -DBATON_HTM=OFF), and the
 #                UndefinedBehaviorSanitizer build of the unit, stress,
 #                server and barrier tests; the plotting environment first
-#                (the plot tests skip only where it cannot be made)
+#                (the plot tests skip only where it cannot be made); and the
+#                Debian packages' test
 #
 # Other targets: build, install (PREFIX=/usr/local), test-fast (normal build
 # only), plot-deps (the plotting environment, $(BUILD)/plot-venv), torture (baton torture for SECONDS seconds, default 60, every kind
 # under every fault: make torture SECONDS=1800), deb (the Debian packages,
-# in build-deb/), clean.
+# in build-deb/), test-deb (make deb, then tests/deb/test.sh), clean.
 
 BUILD   ?= build
 DEB_BUILD ?= build-deb
@@ -31,8 +32,8 @@ PLOT_VENV := $(BUILD)/plot-venv
 # Recipes that pipe into tee keep the bench's exit status.
 SHELL := /bin/bash
 
-.PHONY: all build bench test test-fast test-tsan test-asan test-ubsan deb torture install clean deps deps-bench \
-        deps-deb plot-deps
+.PHONY: all build bench test test-fast test-tsan test-asan test-ubsan test-deb deb torture install clean deps \
+        deps-bench deps-deb plot-deps
 
 all: build
 
@@ -112,7 +113,13 @@ deb: deps-deb $(DEB_BUILD)/build.ninja
 	cd $(DEB_BUILD) && cpack -G DEB
 	@ls -l $(DEB_BUILD)/*.deb
 
-test: test-fast test-tsan test-asan test-ubsan
+# The packages unpacked into a scratch root: the examples build against them
+# (pkg-config, find_package) and run, the interposer works; and a package
+# missing a file must fail (tests/deb/test.sh).
+test-deb: deb
+	bash tests/deb/test.sh $(DEB_BUILD)
+
+test: test-fast test-tsan test-asan test-ubsan test-deb
 
 torture: build
 	$(BATON) torture --seconds $(SECONDS)
