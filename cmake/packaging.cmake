@@ -8,7 +8,7 @@
 #                                libbaton-preload.so (LD_PRELOAD)
 #   dev        libbaton-dev      headers, libbaton.a, the libbaton.so link,
 #                                baton.pc, the CMake package (find_package)
-#   tools      baton-tools       the `baton` command and what it runs
+#   tools      baton-tools       the `baton` command and the scripts it runs
 #
 # Version, names and library major come from project(): the package of
 # libbaton.so.0 is libbaton0, and a new major renames it.  The packages are
@@ -27,15 +27,19 @@ set(BATON_DEB_TOOLS "baton-tools")
 set(BATON_DEB_MAINTAINER "The baton authors <maintainers@users.noreply.a-seed-8c21c7d2.example>"
     CACHE STRING "Maintainer field of the Debian packages (Name <address>)")
 
-# baton-tools takes whatever is installed with COMPONENT tools.  The plot
-# script (tools/, issue 17) joins it by its install rule alone,
+# baton-tools takes whatever is installed with COMPONENT tools: a script
+# joins it by its install rule alone, as `baton plot`'s do
+# (src/cli/CMakeLists.txt):
 #
-#   install(PROGRAMS tools/<script> DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
+#   install(PROGRAMS tools/<script> DESTINATION ... COMPONENT tools)
 #
-# and puts what it needs at run time (the interpreter, its modules) here,
-# as Debian dependencies, e.g. "python3, python3-matplotlib".  The libraries
-# that the `baton` binary links are found by dpkg-shlibdeps.
+# What a script needs at run time goes here, as Debian relations.  `baton
+# plot` is optional and says what is missing: it runs the pinned matplotlib
+# that share/baton/plot/plot-deps.sh puts into a virtual environment, so it
+# suggests python3 and python3-venv.  The libraries that the `baton` binary
+# links are found by dpkg-shlibdeps.
 set(BATON_DEB_TOOLS_DEPENDS "")
+set(BATON_DEB_TOOLS_SUGGESTS "python3, python3-venv")
 
 # --- the copyright file of every package, from LICENSE -------------------------
 # Debian wants /usr/share/doc/<package>/copyright in each package, in the
@@ -181,12 +185,14 @@ a CMake package (find_package(baton): baton::baton, baton::baton_static).")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME ${BATON_DEB_TOOLS})
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${BATON_DEB_TOOLS_DEPENDS}")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "${BATON_DEB_TOOLS_SUGGESTS}")
 set(CPACK_DEBIAN_TOOLS_DESCRIPTION
 "command-line tool of the baton lock library
 baton runs programs under baton's interposer (baton run), profiles their
 locks (baton profile), compares lock kinds on a program (baton advise),
 benchmarks baton's locks against the C library's and those of other
-libraries (baton bench), and tests every kind under faults (baton torture).
+libraries (baton bench), draws the benchmarks' results (baton plot, with
+Python and matplotlib), and tests every kind under faults (baton torture).
 baton info describes the machine; baton kinds lists the lock kinds.")
 
 # DEB packages from a tree configured for another prefix would put the

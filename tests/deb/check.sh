@@ -10,9 +10,9 @@
 #      maintainer, two-part descriptions, a copyright file each;
 #   3. every file `cmake --install BUILD` installs is in exactly one package;
 #   4. unpacked (dpkg -x) into a scratch root: the packaged `baton` runs
-#      (--version, kinds); a plain pthread program (preload_smoke.c, built
-#      with the packaged headers) runs under the packaged interposer, by
-#      LD_PRELOAD and through the packaged `baton run`;
+#      (--version, kinds; plot finds its script); a plain pthread program
+#      (preload_smoke.c, built with the packaged headers) runs under the
+#      packaged interposer, by LD_PRELOAD and through the packaged `baton run`;
 #   5. the examples build against the scratch root and run on its libraries:
 #      examples/critical_section (C) and examples/cpp (C++17) with
 #      pkg-config, examples/consumer (C, shared and static) and examples/cpp
@@ -114,6 +114,21 @@ out=$("$baton" --version) || fail "packaged baton --version failed"
 [ "$out" = "baton $version" ] || fail "packaged baton --version: '$out'"
 "$baton" kinds >"$tmp/kinds" || fail "packaged baton kinds failed"
 grep -q "^runner " "$tmp/kinds" || fail "packaged baton kinds lists no runner"
+
+# baton plot runs the packaged script: with a matplotlib that cannot be
+# imported (whatever this machine has) it exits 3 and names the packaged
+# plot-deps.sh; without its script it would exit 2.
+if command -v python3 >/dev/null; then
+    mkdir -p "$tmp/fake/matplotlib" "$tmp/home"
+    echo 'raise ImportError("hidden by check.sh")' >"$tmp/fake/matplotlib/__init__.py"
+    rc=0
+    HOME=$tmp/home XDG_DATA_HOME='' PYTHONPATH=$tmp/fake BATON_PYTHON=python3 \
+        "$baton" plot "$src/docs/data/local/wake/bench_wake_1.json" -o "$tmp/plot" 2>"$tmp/err" || rc=$?
+    [ "$rc" -eq 3 ] || fail "packaged baton plot: exit $rc, not 3: $(cat "$tmp/err")"
+    grep -q "Install it with: $root/usr/share/baton/plot/plot-deps.sh " "$tmp/err" ||
+        fail "packaged baton plot does not name the packaged plot-deps.sh: $(cat "$tmp/err")"
+    step "baton plot: the packaged script runs (matplotlib hidden: exit 3)"
+fi
 
 cc -std=c11 -Wall -Wextra -Werror -I"$root/usr/include" "$here/preload_smoke.c" -pthread -o "$tmp/smoke" ||
     fail "preload_smoke.c does not build with the packaged headers"

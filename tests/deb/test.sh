@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh BUILD - the package test of `make test-deb`: check.sh over the
 # packages `make deb` wrote into BUILD, then its twins, which must fail: a
-# libbaton-dev without baton/baton.h (the examples do not build) and a
-# libbaton0 without the interposer (the LD_PRELOAD run fails).
+# libbaton-dev without baton/baton.h (the examples do not build), a
+# libbaton0 without the interposer (the LD_PRELOAD run fails) and a
+# baton-tools without baton plot's script.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 [ $# -eq 1 ] || { echo "usage: test.sh BUILD" >&2; exit 2; }
@@ -24,4 +25,7 @@ twin() { # twin PATH BUILD REGEX: check.sh without PATH must fail, saying REGEX
 }
 twin usr/include/baton/baton.h "$1" "FAIL: examples/critical_section does not build"
 twin "usr/lib/*/libbaton-preload.so" "$1" "FAIL: LD_PRELOAD=libbaton-preload.so"
+if command -v python3 >/dev/null; then # (check.sh checks baton plot only where there is one)
+    twin usr/share/baton/plot/baton_plot.py "$1" "FAIL: packaged baton plot"
+fi
 echo "test.sh: packages ok"
