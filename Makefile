@@ -12,13 +12,16 @@
 #                the hardware-transaction path: -DBATON_HTM=OFF), and the
 #                UndefinedBehaviorSanitizer build of the unit, stress,
 #                server and barrier tests; the plotting environment first
-#                (the plot tests skip only where it cannot be made)
+#                (the plot tests skip only where it cannot be made); and the
+#                Debian packages' test
 #
 # Other targets: build, install (PREFIX=/usr/local), test-fast (normal build
 # only), plot-deps (the plotting environment, $(BUILD)/plot-venv), torture (baton torture for SECONDS seconds, default 60, every kind
-# under every fault: make torture SECONDS=1800), clean.
+# under every fault: make torture SECONDS=1800), deb (the Debian packages,
+# in build-deb/), test-deb (make deb, then tests/deb/test.sh), clean.
 
 BUILD   ?= build
+DEB_BUILD ?= build-deb
 PREFIX  ?= /usr/local
 JOBS    ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
@@ -29,8 +32,8 @@ PLOT_VENV := $(BUILD)/plot-venv
 # Recipes that pipe into tee keep the bench's exit status.
 SHELL := /bin/bash
 
-.PHONY: all build bench test test-fast test-tsan test-asan test-ubsan torture install clean deps deps-bench \
-        plot-deps
+.PHONY: all build bench test test-fast test-tsan test-asan test-ubsan test-deb deb torture install clean deps \
+        deps-bench deps-deb plot-deps
 
 all: build
 
@@ -39,6 +42,9 @@ deps:
 
 deps-bench:
 	@tools/deps.sh --bench
+
+deps-deb:
+	@tools/deps.sh --deb
 
 # Never fails: without it `baton plot` says why, the report too, and the
 # plot tests skip.
@@ -93,7 +99,27 @@ test-ubsan: deps build-ubsan/build.ninja
 	cmake --build build-ubsan -j $(JOBS) --target test_api test_typed test_rcl test_combining test_default test_barrier test_server stress example_critical_section test_timed test_cond
 	cd build-ubsan && UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" ctest --output-on-failure -R '^(api|typed|rcl|combining|default|barrier|server|stress|example_critical_section|timed|cond)$$'
 
-test: test-fast test-tsan test-asan test-ubsan
+# Debian packages (cmake/packaging.cmake): libbaton0, libbaton-dev and
+# baton-tools, from a tree of their own configured for /usr (the build/ tree
+# is for `make install PREFIX=...`).  The peer libraries are installed first
+# so that every baton-tools has the same `baton bench`.
+$(DEB_BUILD)/build.ninja:
+	cmake -S . -B $(DEB_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_INSTALL_PREFIX=/usr -DBATON_TESTS=OFF
+
+deb: deps-deb $(DEB_BUILD)/build.ninja
+	cmake --build $(DEB_BUILD) -j $(JOBS)
+	rm -f $(DEB_BUILD)/*.deb
+	cd $(DEB_BUILD) && cpack -G DEB
+	@ls -l $(DEB_BUILD)/*.deb
+
+# The packages unpacked into a scratch root: the examples build against them
+# (pkg-config, find_package) and run, the interposer works; and a package
+# missing a file must fail (tests/deb/test.sh).
+test-deb: deb
+	bash tests/deb/test.sh $(DEB_BUILD)
+
+test: test-fast test-tsan test-asan test-ubsan test-deb
 
 torture: build
 	$(BATON) torture --seconds $(SECONDS)
@@ -102,4 +128,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) build-tsan build-asan build-ubsan
+	rm -rf $(BUILD) build-tsan build-asan build-ubsan $(DEB_BUILD)

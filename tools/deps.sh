@@ -7,11 +7,16 @@
 #                          spin for the protocol models)
 #   tools/deps.sh --bench  also the peer lock libraries the bench compares
 #                          against (Concurrency Kit, Abseil, oneTBB, g++)
+#   tools/deps.sh --deb    the peers too, and what makes Debian packages
+#                          (dpkg-shlibdeps from dpkg-dev, file)
 set -euo pipefail
 
 want=(cmake ninja-build gcc g++ clang pkg-config make spin)
-if [[ "${1:-}" == "--bench" || "${1:-}" == "--all" ]]; then
+if [[ "${1:-}" == "--bench" || "${1:-}" == "--deb" || "${1:-}" == "--all" ]]; then
   want+=(libck-dev libabsl-dev libtbb-dev)
+fi
+if [[ "${1:-}" == "--deb" || "${1:-}" == "--all" ]]; then
+  want+=(dpkg-dev file)
 fi
 
 missing=()
