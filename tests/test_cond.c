@@ -508,6 +508,23 @@ static void *cancel_main(void *arg)
     return NULL;
 }
 
+/* gcc 12's AddressSanitizer fails inside its own runtime when a thread is
+ * cancelled in a wait bracketed by pthread_cleanup_push (its sigaltstack
+ * interceptor, called from __asan_handle_no_return, reports its own write,
+ * then a CHECK of the runtime fails): the cancellation cases run in the
+ * other builds (normal, TSan, UBSan), not under ASan. */
+#if defined(__SANITIZE_ADDRESS__)
+static const int asan_build = 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+static const int asan_build = 1;
+#else
+static const int asan_build = 0;
+#endif
+#else
+static const int asan_build = 0;
+#endif
+
 static void cancellation(const char *spec)
 {
     struct cancel c = {.lock = baton_lock_new(spec), .cond = baton_cond_new(), .unlock_rc = -1};
@@ -547,10 +564,13 @@ int main(int argc, char **argv)
         ring(specs[i]);
         broadcast_then_free(specs[i]);
         timeouts(specs[i]);
-        cancellation(specs[i]);
+        if (!asan_build)
+            cancellation(specs[i]);
         printf("  %-20s %.2f s\n", specs[i], since_ns(CLOCK_MONOTONIC, &t0) / 1e9);
     }
     errors();
+    if (asan_build)
+        printf("cancellation: not run under AddressSanitizer (its runtime fails on a cancelled thread)\n");
     printf("%s: %d failures\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }
