@@ -126,11 +126,10 @@ BATON_API int baton_unlock(baton_lock_t *lock);
 
 /* What a baton_lock_t points to: one pointer to its kind's table of hot
  * operations, shared by every lock of the kind, and the lock's state at
- * state_delta bytes from the handle (the handle sits in the state's first
- * cache line where the kind reserves room for it), so that lock, trylock
- * and unlock cost one test and one call into the kind, as a function table
- * would, and touch one line of the lock.  Part of the ABI; the rest of the
- * lock is private. */
+ * state_delta bytes from the handle (just after it, on a line of its own),
+ * so that lock, trylock and unlock cost one test and one call into the
+ * kind, as a function table would.  Part of the ABI; the rest of the lock
+ * is private. */
 struct baton_lock_ops {
     void (*lock)(void *state);
     int (*unlock)(void *state);

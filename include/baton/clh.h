@@ -24,9 +24,6 @@ typedef struct baton_clh {
     _Atomic(struct baton_qnode *) holder;            /* holder's node (holder, or its releaser) */
     struct baton_qnode *pred;                        /* holder's predecessor node (likewise) */
     baton_wait_t wait;
-    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
-     * handle here, on the line lock and unlock touch; never used by the lock. */
-    const void *api_handle;
 } baton_clh_t;
 
 BATON_API int baton_clh_init(baton_clh_t *l, const baton_wait_t *wait); /* wait NULL: spin */

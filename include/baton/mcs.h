@@ -24,9 +24,6 @@ typedef struct baton_mcs {
     _Alignas(BATON_CACHELINE) _Atomic(struct baton_qnode *) tail;
     _Atomic(struct baton_qnode *) holder; /* the holder's node; written by the holder (or its releaser) */
     baton_wait_t wait;
-    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
-     * handle here, on the line lock and unlock touch; never used by the lock. */
-    const void *api_handle;
 } baton_mcs_t;
 
 BATON_API int baton_mcs_init(baton_mcs_t *l, const baton_wait_t *wait); /* wait NULL: spin */

@@ -28,9 +28,6 @@ typedef struct baton_onespinner {
     _Alignas(BATON_CACHELINE) _Atomic uint64_t tail; /* generation << 32 | (monitor index + 1); 0 = none */
     _Atomic uint32_t head;                           /* holder's monitor index + 1; 0 = free */
     baton_wait_t wait;
-    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
-     * handle here, on the line lock and unlock touch; never used by the lock. */
-    const void *api_handle;
 } baton_onespinner_t;
 
 BATON_API int baton_onespinner_init(baton_onespinner_t *l, const baton_wait_t *wait); /* wait NULL: auto */

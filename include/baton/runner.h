@@ -78,9 +78,6 @@ typedef struct baton_runner {
     _Alignas(BATON_CACHELINE) _Atomic uintptr_t word;
     _Atomic uint32_t flags;
     _Atomic uint32_t count;
-    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
-     * handle here, on the line lock and unlock touch; never used by the lock. */
-    const void *api_handle;
     _Atomic(struct baton_qnode *) tail;
     _Atomic(struct baton_qnode *) heir;
     _Atomic uint64_t deadline; /* the heir's tenure deadline (ns) */

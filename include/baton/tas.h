@@ -25,9 +25,6 @@ extern "C" {
 typedef struct baton_tas {
     _Alignas(BATON_CACHELINE) _Atomic uint32_t word; /* 0 free, 1 held, 2 held + sleepers */
     baton_wait_t wait;
-    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
-     * handle here, on the line lock and unlock touch; never used by the lock. */
-    const void *api_handle;
 } baton_tas_t;
 
 enum { BATON_TAS_FREE = 0, BATON_TAS_HELD = 1, BATON_TAS_SLEEPERS = 2 };

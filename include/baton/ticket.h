@@ -26,9 +26,6 @@ typedef struct baton_ticket {
     _Alignas(BATON_CACHELINE) _Atomic uint32_t next; /* next ticket to hand out */
     _Atomic uint32_t serving;                        /* ticket now holding the lock */
     baton_wait_t wait;
-    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
-     * handle here, on the line lock and unlock touch; never used by the lock. */
-    const void *api_handle;
 } baton_ticket_t;
 
 BATON_API int baton_ticket_init(baton_ticket_t *l, const baton_wait_t *wait); /* wait NULL: spin */

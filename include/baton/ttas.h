@@ -22,9 +22,6 @@ extern "C" {
 typedef struct baton_ttas {
     _Alignas(BATON_CACHELINE) _Atomic uint32_t word; /* 0 free, 1 held, 2 held + sleepers */
     baton_wait_t wait;
-    /* Reserved for the dynamic API (baton/baton.h), which keeps the lock's
-     * handle here, on the line lock and unlock touch; never used by the lock. */
-    const void *api_handle;
 } baton_ttas_t;
 
 BATON_API int baton_ttas_init(baton_ttas_t *l, const baton_wait_t *wait); /* wait NULL: backoff */

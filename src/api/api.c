@@ -24,11 +24,12 @@
 #define SPEC_MAX 160
 
 /* What a baton_lock_t points to: the handle, one pointer to the kind's
- * shared table of hot operations (struct baton_lock_ops, baton/baton.h).
- * For kinds that reserve a slot for it in their state's first cache line
- * (baton_kind_t.handle_slot), the handle lives there, so that lock and
- * unlock touch one line of the lock, the line they write anyway; for the
- * others, it is the last word of the header, just before the state. */
+ * shared table of hot operations (struct baton_lock_ops, baton/baton.h),
+ * the last word of the header, just before the state.  Its line is written
+ * once, at creation: every CPU that uses the lock keeps a shared copy, and
+ * lock and unlock read it without a coherence miss.  (In the state's
+ * first line, beside the lock word, it was slower: a read of a line the
+ * other CPU last wrote, then the CAS's upgrade; docs/results.md.) */
 struct baton_lock {
     const struct baton_lock_ops *ops;
 };
@@ -88,9 +89,8 @@ static void build_kind_ops(void)
 {
     const baton_kind_t *k;
     for (size_t i = 0; i < OPS_MAX && (k = baton_registry_at(i)) != NULL; i++) {
-        /* The handle in the kind's reserved slot (the state is before it),
-         * or in the header's last word (the state just after it). */
-        ptrdiff_t delta = k->handle_slot ? -(ptrdiff_t)k->handle_slot : (ptrdiff_t)sizeof(struct baton_lock);
+        /* The handle is the header's last word: the state just after it. */
+        const ptrdiff_t delta = (ptrdiff_t)sizeof(struct baton_lock);
         for (int slow = 0; slow < 2; slow++)
             kind_ops[i][slow] = (struct baton_lock_ops){
                 .lock = k->lock ? k->lock : no_lock,
@@ -137,10 +137,7 @@ baton_lock_t *baton_lock_new(const char *spec)
     lock_layout(k, &align, &size);
     /* Both are facts about the build (a kind's table), caught by the unit
      * tests, which create every kind. */
-    if (index >= OPS_MAX || HEADER_SIZE % align != 0 ||
-        (k->handle_slot && (k->handle_slot % _Alignof(struct baton_lock) != 0 ||
-                            k->handle_slot + sizeof(struct baton_lock) > BATON_CACHELINE ||
-                            k->handle_slot + sizeof(struct baton_lock) > k->size))) {
+    if (index >= OPS_MAX || HEADER_SIZE % align != 0) {
         errno = baton_fail(EINVAL, "lock kind '%s' does not fit the dynamic API's layout", k->name);
         return NULL;
     }

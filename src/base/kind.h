@@ -37,11 +37,6 @@ typedef struct baton_kind {
     unsigned waits;              /* accepted policies (BATON_WAIT_BIT) */
     uint8_t default_wait;        /* baton_wait_kind, BATON_WAIT_AUTO or BATON_NO_WAIT */
     size_t size, align;          /* of the lock state */
-    /* Offset in the state of a pointer-sized slot the kind never touches
-     * (its typed struct's `api_handle`), in the state's first cache line:
-     * the dynamic API keeps the lock's handle there, so that lock and
-     * unlock touch one line.  0: none (the handle goes before the state). */
-    size_t handle_slot;
     const baton_option_desc_t *options;
     size_t noptions;
     int (*init)(void *state, const baton_opts_t *o);

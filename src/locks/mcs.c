@@ -193,7 +193,6 @@ const baton_kind_t baton_kind_mcs = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_mcs_t), .align = _Alignof(baton_mcs_t),
-    .handle_slot = offsetof(baton_mcs_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

@@ -215,7 +215,6 @@ const baton_kind_t baton_kind_onespinner = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_onespinner_t), .align = _Alignof(baton_onespinner_t),
-    .handle_slot = offsetof(baton_onespinner_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

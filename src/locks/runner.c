@@ -846,7 +846,6 @@ const baton_kind_t baton_kind_runner = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_runner_t), .align = _Alignof(baton_runner_t),
-    .handle_slot = offsetof(baton_runner_t, api_handle),
     .options = runner_options, .noptions = sizeof runner_options / sizeof runner_options[0],
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,

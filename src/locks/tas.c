@@ -109,7 +109,6 @@ const baton_kind_t baton_kind_tas = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_tas_t), .align = _Alignof(baton_tas_t),
-    .handle_slot = offsetof(baton_tas_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     /* The unlock needs no owner, and leaves a free lock free. */
     .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked, .timedlock = k_timedlock,

@@ -88,7 +88,6 @@ const baton_kind_t baton_kind_ticket = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_ticket_t), .align = _Alignof(baton_ticket_t),
-    .handle_slot = offsetof(baton_ticket_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
 };

@@ -105,7 +105,6 @@ const baton_kind_t baton_kind_ttas = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_BACKOFF,
     .size = sizeof(baton_ttas_t), .align = _Alignof(baton_ttas_t),
-    .handle_slot = offsetof(baton_ttas_t, api_handle),
     .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     /* The unlock needs no owner, and leaves a free lock free. */
     .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked, .timedlock = k_timedlock,
