@@ -12,6 +12,7 @@
 #include "error.h"
 #include "thread.h"
 #include "../delegate/delegate.h"
+#include "../wait/wait_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -364,8 +365,10 @@ int baton_future_wait(baton_future_t *f)
 {
     baton_wait_t w;
     memcpy(&w, &f->wait, sizeof w);
-    /* The acquire inside pairs with the release of baton_future_complete(). */
-    (void)baton_wait_while_eq(&w, &f->state, 0u);
+    /* A helper wait: the operation runs on another thread, which may need
+     * our CPU (wait_internal.h).  The acquire inside pairs with the release
+     * of baton_future_complete(). */
+    (void)baton_wait_for_helper(&w, &f->state, 0u);
     return f->status;
 }
 

@@ -202,3 +202,87 @@ uint32_t baton_wait_while_eq(const baton_wait_t *w, _Atomic uint32_t *word, uint
         baton_park(word, v);
     }
 }
+
+/* --- waiting for a helper ------------------------------------------------------------
+ *
+ * A thread that waits for a delegated operation (its future, its CC-Synch
+ * node) waits for another thread that is running operations.  Where
+ * threads outnumber CPUs that thread may be waiting for a CPU, perhaps
+ * ours: spinning then delays the very store we wait for, and parking makes
+ * the helper pay a futex wake (and the waiter a wake-up of tens of
+ * microseconds on a VM; in CC-Synch the combiner role can be handed to a
+ * parked thread, and every thread queued behind it waits that long too).
+ * So under spinpark a helper wait is:
+ *   spin   about one sched_yield()'s cost in spin hints (the calibrated
+ *          yield_ns / pause_ns: 478 / 24 = 20 on the project's 2-CPU VM),
+ *          so that a wait shorter than a yield never enters the kernel;
+ *   yield  sched_yield() until the yields would have cost, with nothing
+ *          else to run, the spin budget (one park's cost, spinpark's own
+ *          budget: 29 us / 478 ns = 61 yields there); meanwhile the CPU goes
+ *          to whoever can use it, the helper among them;
+ *   park   as spinpark does after its spin.
+ * The other policies wait as their names say: `:spin` and `:yield` never
+ * park, `:park` parks at once, monitor as in baton_waiter_pause(). */
+#define HELPER_SPINS_MIN 8u
+#define HELPER_SPINS_MAX 256u
+#define HELPER_YIELDS_MIN 8u
+#define HELPER_YIELDS_MAX 1024u
+/* While another thread calibrates: the values above for the project's VM. */
+#define HELPER_SPINS_DEFAULT 20u
+#define HELPER_YIELDS_DEFAULT 64u
+
+static uint32_t clamp_u32(double x, uint32_t lo, uint32_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : (uint32_t)x;
+}
+
+bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
+                             uint32_t *seen)
+{
+    uint32_t spins = 0, yields = 0;
+    if (w->kind == BATON_WAIT_SPINPARK) {
+        spins = HELPER_SPINS_DEFAULT;
+        yields = HELPER_YIELDS_DEFAULT;
+        const baton_calibration_t *c = baton_calibration_ready();
+        if (c == NULL)
+            c = baton_calibration_start();
+        if (c != NULL && c->pause_ns > 0 && c->yield_ns > 0) {
+            const double budget_ns = w->budget ? w->budget * c->pause_ns : c->spin_budget_ns;
+            spins = clamp_u32(c->yield_ns / c->pause_ns, HELPER_SPINS_MIN, HELPER_SPINS_MAX);
+            yields = clamp_u32(budget_ns / c->yield_ns, HELPER_YIELDS_MIN, HELPER_YIELDS_MAX);
+        }
+    }
+    baton_waiter_t s;
+    baton_waiter_init(&s, w);
+    for (uint32_t i = 0;; i++) {
+        /* Acquire pairs with the waker's release (baton_wait_store(), or the
+         * kind's own publishing store). */
+        const uint32_t v = baton_load(word, memory_order_acquire);
+        if ((v & ~BATON_WAIT_PARKED) != old) {
+            *seen = v & ~BATON_WAIT_PARKED;
+            return true;
+        }
+        if (w->kind != BATON_WAIT_SPINPARK) {
+            if (!baton_waiter_pause(&s, word, v))
+                return false;
+        } else if (i < spins) {
+            baton_cpu_relax();
+        } else if (i < spins + yields) {
+            sched_yield();
+        } else {
+            return false;
+        }
+    }
+}
+
+uint32_t baton_wait_for_helper(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old)
+{
+    uint32_t v;
+    if (baton_wait_helper_phase(w, word, old, &v))
+        return v;
+    /* Park through the wait layer's protocol: what baton_wait_while_eq()
+     * does under `park`. */
+    baton_wait_t park;
+    (void)baton_wait_init(&park, BATON_WAIT_PARK);
+    return baton_wait_while_eq(&park, word, old);
+}

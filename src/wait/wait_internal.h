@@ -20,6 +20,22 @@ const baton_calibration_t *baton_calibration_ready(void);
  * return it; NULL if another thread is running it now. */
 const baton_calibration_t *baton_calibration_start(void);
 
+/* Waiting for a helper: for a value that another thread, one that is
+ * running operations (a QD helper, a CC-Synch combiner), will store.  Under
+ * spinpark a yield phase sits between the spin and the park (wait.c says
+ * why); every other policy waits as it always does.
+ *
+ * baton_wait_helper_phase() runs everything before the park: it returns
+ * true with the new value in *seen (the parked bit masked off) once
+ * (*word & ~BATON_WAIT_PARKED) != old, or false when the policy says park
+ * now (never for spin, backoff and yield).  A kind with a park protocol of
+ * its own (ccsynch.c) parks after it; baton_wait_for_helper() parks through
+ * the wait layer's protocol (the BATON_WAIT_PARKED bit), so its wakers use
+ * baton_wait_store(). */
+bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
+                             uint32_t *seen);
+uint32_t baton_wait_for_helper(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t baton_now_ns(void);
 
