@@ -321,7 +321,7 @@ static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psi
                 qd_count(&l->core.cnt.forced, 1);
                 break;
             }
-            qd_retry_pause(tries);
+            qd_retry_pause();
         }
         qdt_open(l, token);
     }

@@ -289,7 +289,8 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
             baton_store(&q->closed, 1u, memory_order_relaxed);
             final = full = true;
         }
-        qd_drain_to(q, todo, &done, &helped);
+        if (todo > done)
+            qd_drain_to(q, todo, &done, &helped);
         if (!final)
             continue;
         if (full && helped < help_limit) {
@@ -339,17 +340,17 @@ size_t qd_core_footprint(const baton_opts_t *o);
 int qd_core_destroy(qd_core_t *c);
 void qd_core_stats(qd_core_t *c, baton_stats_t *out);
 
-/* Pause between a failed try_lock and enqueue and the next attempt: spin a
- * little at first (the queue usually reopens within a session's round),
- * then yield the CPU (the helper may be preempted). */
-static inline void qd_retry_pause(unsigned tries)
+/* Pause between a failed try_lock and enqueue and the next attempt: give
+ * the CPU away (sched_yield).  What we wait for, the queue reopening or the
+ * mutex coming free, is another thread's doing, and where threads
+ * outnumber CPUs that thread may be waiting for ours; where they do not, a
+ * yield with nothing else to run returns within about a microsecond, and
+ * meanwhile we leave the mutex's and the queue's lines alone (a spinning
+ * retry pulls them over at every look, so the holder pays a line transfer
+ * per session).  The starvation bound (`retries`) counts these pauses. */
+static inline void qd_retry_pause(void)
 {
-    if (tries < 4u) {
-        for (unsigned i = 0; i < (8u << tries); i++)
-            baton_cpu_relax();
-    } else {
-        sched_yield();
-    }
+    sched_yield();
 }
 
 /* One delegated operation: help if the mutex is free, else enqueue; after
@@ -373,7 +374,7 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
             qd_count(&c->cnt.forced, 1);
             break;
         }
-        qd_retry_pause(tries);
+        qd_retry_pause();
     }
     /* We hold the mutex: our operation runs first, on our own copy. */
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
