@@ -27,6 +27,29 @@
  * free and the next new thread takes it over, so thread churn does not grow
  * the lock.  Every node is also on a list of all nodes, for destroy.
  *
+ * Waiting and waking.  A thread waits on its node as a helper wait (the
+ * wait layer's baton_wait_helper_phase(): under spinpark it spins about one
+ * sched_yield()'s cost, then yields, since the combiner it waits for may
+ * need its CPU) and parks only after that, in two steps: it counts itself
+ * in the lock's `sleepers` (seq_cst), then marks its node's word with the
+ * node's `parked` flag, then marks the node's word with the parked bit
+ * (seq_cst CAS from 1) and sleeps on it.  The combiner completes requests
+ * with a plain release store of wait (no exchange: the store retires into
+ * the store buffer while the combiner goes on to the next request, where an
+ * exchange would wait for the waiter's line every time), remembers the
+ * nodes, and every CC_WAKE_BATCH completions, and before it hands over,
+ * flushes: a seq_cst fence, then a look at `sleepers`; only if someone
+ * sleeps does it look at the remembered nodes' flags and wake those set.  A
+ * Dekker pattern: the sleeper's count and flag precede its CAS, our store
+ * precedes our look; either its CAS finds our 0 (and it does not sleep) or
+ * we find its count and flag (and wake it).  The hand-over
+ * is an exchange (baton_wait_store()), which sees the parked bit itself;
+ * after it the combiner touches neither the lock nor any node, so destroy
+ * may free them as soon as the tail's wait is clear, as before.  The
+ * combiner's own node needs no completion: nobody waits on it.  Under
+ * ThreadSanitizer (which does not model fences) the completions are seq_cst
+ * stores and the look a seq_cst load instead of the fence.
+ *
  * No lock/unlock: the combiner role is not a lock one can hold while doing
  * other things.  execute and delegate both wait until their operation has
  * run; requests run in the order their threads swapped the tail (FIFO).
@@ -38,11 +61,32 @@
 #include "delegate.h"
 #include "slots.h"
 #include "../locks/kind.h"
+#include "../wait/wait_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ThreadSanitizer does not model fences (and newer gcc refuses them under
+ * -fsanitize=thread): there the flush's Dekker pattern is made of seq_cst
+ * accesses instead (see the top of the file). */
+#if defined(__SANITIZE_THREAD__)
+#define CC_NO_FENCE 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CC_NO_FENCE 1
+#endif
+#endif
+#ifndef CC_NO_FENCE
+#define CC_NO_FENCE 0
+#endif
+
+/* Completions between two looks at `sleepers`: enough that the fence costs
+ * little per request (one fence per 32 requests), few enough that a parked
+ * waiter is woken at most 32 requests late, and a small array on the
+ * combiner's stack. */
+#define CC_WAKE_BATCH 32
 
 typedef struct cc_node {
     _Atomic uint32_t wait;         /* 1 wait, 0 go (+ parked bit): the waited-on word */
@@ -54,6 +98,7 @@ typedef struct cc_node {
     void *arg;                     /* ctx, or args below */
     baton_future_t *f;
     struct cc_node *all;           /* list of every node of the lock (for destroy) */
+    _Atomic uint32_t parked;       /* 1 while a thread sleeps (or is about to) on wait */
     _Alignas(16) unsigned char args[BATON_ARGS_MAX];
 } __attribute__((aligned(BATON_CACHELINE))) cc_node_t;
 
@@ -71,6 +116,9 @@ typedef struct cc_lock {
     /* Written by the combiner only, once per session. */
     _Alignas(BATON_CACHELINE) _Atomic uint64_t sessions;
     _Atomic uint64_t ops;
+    /* Threads parked (or about to park) on a node: written only by them,
+     * read by the combiner at each flush, on the line it writes anyway. */
+    _Atomic uint32_t sleepers;
     /* Read-mostly. */
     _Alignas(BATON_CACHELINE) baton_wait_t wait;
     uint32_t help_limit;
@@ -101,6 +149,7 @@ static cc_node_t *cc_new_node(cc_lock_t *l, uint32_t wait)
     cc_node_t *n = cc_alloc(sizeof *n);
     atomic_init(&n->wait, wait);
     atomic_init(&n->next, NULL);
+    atomic_init(&n->parked, 0u);
     /* Relaxed read: the CAS below checks it. */
     cc_node_t *h = baton_load(&l->node_list, memory_order_relaxed);
     do
@@ -153,24 +202,102 @@ static void cc_release(baton_slot_owner_t *o, void *record)
 
 /* --- the algorithm -------------------------------------------------------------- */
 
+/* Wait until n->wait is 0 (acquire: pairs with the combiner's release store
+ * of it, so `completed` and the operation's effects are visible). */
+static void cc_wait(cc_lock_t *l, cc_node_t *n)
+{
+    uint32_t v;
+    if (baton_wait_helper_phase(&l->wait, &n->wait, 1u, &v))
+        return;
+    /* Park (see the top of the file).  seq_cst: the count must precede the
+     * CAS in the single total order, and the CAS must be in it, for the
+     * Dekker pattern with the combiner's flush. */
+    baton_fetch_add(&l->sleepers, 1u, memory_order_seq_cst);
+    baton_store(&n->parked, 1u, memory_order_seq_cst);
+    v = 1u;
+    if (baton_cas(&n->wait, &v, 1u | BATON_WAIT_PARKED, memory_order_seq_cst,
+                  memory_order_seq_cst) ||
+        v == (1u | BATON_WAIT_PARKED)) {
+        /* Acquire pairs with the combiner's release (or exchange) of 0. */
+        while (baton_load(&n->wait, memory_order_acquire) == (1u | BATON_WAIT_PARKED))
+            baton_park(&n->wait, 1u | BATON_WAIT_PARKED);
+    }
+    /* Relaxed: these only spare later flushes their wakes. */
+    baton_store(&n->parked, 0u, memory_order_relaxed);
+    baton_fetch_sub(&l->sleepers, 1u, memory_order_relaxed);
+}
+
+/* Completions published with a plain store and not yet flushed. */
+typedef struct cc_wakes {
+    unsigned count;
+    cc_node_t *node[CC_WAKE_BATCH];
+} cc_wakes_t;
+
+/* Wake whoever parked on the remembered words (see the top of the file). */
+static void cc_flush(cc_lock_t *l, cc_wakes_t *wk)
+{
+    if (wk->count == 0)
+        return;
+#if CC_NO_FENCE
+    /* seq_cst: pairs with the sleeper's seq_cst count and CAS, as the
+     * completions here were seq_cst stores. */
+    const uint32_t sleepers = baton_load(&l->sleepers, memory_order_seq_cst);
+#else
+    /* The fence orders our completion stores before the look below; pairs
+     * with the sleeper's seq_cst count and CAS in cc_wait(). */
+    baton_fence(memory_order_seq_cst);
+    /* Relaxed: ordered by the fence. */
+    const uint32_t sleepers = baton_load(&l->sleepers, memory_order_relaxed);
+#endif
+    /* Nodes are never freed while a combiner runs (destroy waits for the
+     * hand-over, which comes after this), so reading one that its owner
+     * has reused meanwhile is safe: a flag set for its next wait gives a
+     * spurious wake-up at worst.  Relaxed: ordered by the fence (or seq_cst
+     * load) above, like the count. */
+    if (sleepers != 0)
+        for (unsigned i = 0; i < wk->count; i++)
+            if (baton_load(&wk->node[i]->parked, memory_order_relaxed))
+                baton_wake_all(&wk->node[i]->wait);
+    wk->count = 0;
+}
+
+/* Complete tmp's request: `completed`, then wait = 0.  After this only the
+ * flush looks at tmp again (its parked flag): its owner may reuse it. */
+static void cc_complete(cc_lock_t *l, cc_node_t *tmp, cc_wakes_t *wk)
+{
+    tmp->completed = 1;
+    if (!baton_wait_may_park(&l->wait)) {
+        /* Release: pairs with the owner's acquire in cc_wait(); nobody parks. */
+        baton_store(&tmp->wait, 0u, memory_order_release);
+        return;
+    }
+    /* Release (seq_cst without fences): pairs with the owner's acquire in
+     * cc_wait(), which then sees `completed` and the operation's effects;
+     * the flush wakes it if it parked. */
+    baton_store(&tmp->wait, 0u, CC_NO_FENCE ? memory_order_seq_cst : memory_order_release);
+    wk->node[wk->count++] = tmp;
+    if (wk->count == CC_WAKE_BATCH)
+        cc_flush(l, wk);
+}
+
 /* Run requests from `cur` (the caller's own node, whose request is linked)
  * along the queue, then hand the combiner role to the node we stop at. */
 static void cc_combine(cc_lock_t *l, cc_node_t *cur)
 {
     cc_node_t *tmp = cur, *nxt;
+    cc_wakes_t wk;
+    wk.count = 0;
     uint64_t n = 0;
     /* Acquire pairs with the release store of next in cc_submit(): the
      * request in tmp is visible. */
     while (n < l->help_limit && (nxt = baton_load(&tmp->next, memory_order_acquire)) != NULL) {
         n++;
         baton_run_op(l, tmp->fn, tmp->arg, tmp->f);
-        tmp->completed = 1;
-        /* Release (inside): pairs with the owner's acquire wait in
-         * cc_submit(), which then sees `completed` and the operation's
-         * effects.  Last touch of tmp: its owner may reuse it at once. */
-        baton_wait_store(&l->wait, &tmp->wait, 0u);
+        if (tmp != cur) /* our own node: nobody waits on it */
+            cc_complete(l, tmp, &wk);
         tmp = nxt;
     }
+    cc_flush(l, &wk);
     /* Relaxed: only the combiner writes the counters, and the hand-over
      * below orders successive combiners; readers take a racy snapshot. */
     baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1,
@@ -178,7 +305,9 @@ static void cc_combine(cc_lock_t *l, cc_node_t *cur)
     baton_store(&l->ops, baton_load(&l->ops, memory_order_relaxed) + n, memory_order_relaxed);
     /* Hand over, completed left 0: tmp's owner (who may not have swapped it
      * out of the tail yet) becomes the combiner.  Release: pairs with its
-     * acquire wait; our sessions happen before its own. */
+     * acquire wait; our sessions happen before its own.  An exchange under
+     * a parking policy, which wakes it if it parked: after this store we
+     * touch nothing of the lock (destroy may free it). */
     baton_wait_store(&l->wait, &tmp->wait, 0u);
 }
 
@@ -211,8 +340,7 @@ static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const voi
     baton_store(&cur->next, next, memory_order_release);
     /* cur is ours from now on (see the ownership argument above). */
     s->spare = cur;
-    /* Acquire inside: pairs with the combiner's release in cc_combine(). */
-    (void)baton_wait_while_eq(&l->wait, &cur->wait, 1u);
+    cc_wait(l, cur);
     if (cur->completed)
         return;
     cc_combine(l, cur);
@@ -237,6 +365,7 @@ static int cc_init(void *state, const baton_opts_t *o)
     cc_lock_t *l = state;
     atomic_init(&l->sessions, 0u);
     atomic_init(&l->ops, 0u);
+    atomic_init(&l->sleepers, 0u);
     atomic_init(&l->slot_list, NULL);
     atomic_init(&l->node_list, NULL);
     l->wait = o->wait;
@@ -258,10 +387,10 @@ static int cc_destroy(void *state)
     for (;;) {
         /* Acquire pairs with the release of the last exchange of the tail. */
         cc_node_t *t = baton_load(&l->tail, memory_order_acquire);
-        /* Acquire inside: pairs with the last combiner's release. */
-        if (baton_wait_while_eq(&l->wait, &t->wait, 1u) == 0 &&
-            /* Relaxed: only re-checks that nobody swapped in meanwhile. */
-            baton_load(&l->tail, memory_order_relaxed) == t)
+        /* Acquire inside: pairs with the last combiner's hand-over. */
+        cc_wait(l, t);
+        /* Relaxed: only re-checks that nobody swapped in meanwhile. */
+        if (baton_load(&l->tail, memory_order_relaxed) == t)
             break;
     }
     /* After this no exiting thread calls cc_release() on our records. */
