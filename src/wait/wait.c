@@ -213,22 +213,23 @@ uint32_t baton_wait_while_eq(const baton_wait_t *w, _Atomic uint32_t *word, uint
  * microseconds on a VM; in CC-Synch the combiner role can be handed to a
  * parked thread, and every thread queued behind it waits that long too).
  * So under spinpark a helper wait is:
- *   spin   about one sched_yield()'s cost in spin hints (the calibrated
- *          yield_ns / pause_ns: 478 / 24 = 20 on the project's 2-CPU VM),
- *          so that a wait shorter than a yield never enters the kernel;
- *   yield  sched_yield() until the yields would have cost, with nothing
- *          else to run, the spin budget (one park's cost, spinpark's own
- *          budget: 29 us / 478 ns = 61 yields there); meanwhile the CPU goes
- *          to whoever can use it, the helper among them;
+ *   yield  a look, then sched_yield() between looks, until the yields would
+ *          have cost, with nothing else to run, the spin budget (one park's
+ *          cost, spinpark's own budget: 29 us / 478 ns = 61 yields on the
+ *          project's 2-CPU VM); meanwhile the CPU goes to whoever can use
+ *          it, the helper among them, and a yield with nothing else to run
+ *          returns within about a microsecond;
  *   park   as spinpark does after its spin.
+ * No spin first: on that VM, spinning one yield's cost before the first
+ * yield (20 PAUSEs) made pq slower than yielding at once, against the QD
+ * authors' library in the same runs: ccsynch 0.45 against 0.71 of its
+ * rate at 2 threads, 0.52 against 0.85 at 16, qd 0.82 against 1.05 at 2
+ * (medians of 4 interleaved rounds, docs/results.md).
  * The other policies wait as their names say: `:spin` and `:yield` never
  * park, `:park` parks at once, monitor as in baton_waiter_pause(). */
-#define HELPER_SPINS_MIN 8u
-#define HELPER_SPINS_MAX 256u
 #define HELPER_YIELDS_MIN 8u
 #define HELPER_YIELDS_MAX 1024u
-/* While another thread calibrates: the values above for the project's VM. */
-#define HELPER_SPINS_DEFAULT 20u
+/* While another thread calibrates: the value above for the project's VM. */
 #define HELPER_YIELDS_DEFAULT 64u
 
 static uint32_t clamp_u32(double x, uint32_t lo, uint32_t hi)
@@ -239,16 +240,14 @@ static uint32_t clamp_u32(double x, uint32_t lo, uint32_t hi)
 bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
                              uint32_t *seen)
 {
-    uint32_t spins = 0, yields = 0;
+    uint32_t yields = 0;
     if (w->kind == BATON_WAIT_SPINPARK) {
-        spins = HELPER_SPINS_DEFAULT;
         yields = HELPER_YIELDS_DEFAULT;
         const baton_calibration_t *c = baton_calibration_ready();
         if (c == NULL)
             c = baton_calibration_start();
         if (c != NULL && c->pause_ns > 0 && c->yield_ns > 0) {
             const double budget_ns = w->budget ? w->budget * c->pause_ns : c->spin_budget_ns;
-            spins = clamp_u32(c->yield_ns / c->pause_ns, HELPER_SPINS_MIN, HELPER_SPINS_MAX);
             yields = clamp_u32(budget_ns / c->yield_ns, HELPER_YIELDS_MIN, HELPER_YIELDS_MAX);
         }
     }
@@ -265,9 +264,7 @@ bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint
         if (w->kind != BATON_WAIT_SPINPARK) {
             if (!baton_waiter_pause(&s, word, v))
                 return false;
-        } else if (i < spins) {
-            baton_cpu_relax();
-        } else if (i < spins + yields) {
+        } else if (i < yields) {
             sched_yield();
         } else {
             return false;

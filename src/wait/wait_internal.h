@@ -22,8 +22,8 @@ const baton_calibration_t *baton_calibration_start(void);
 
 /* Waiting for a helper: for a value that another thread, one that is
  * running operations (a QD helper, a CC-Synch combiner), will store.  Under
- * spinpark a yield phase sits between the spin and the park (wait.c says
- * why); every other policy waits as it always does.
+ * spinpark it yields where spinpark would spin, for about as long, then
+ * parks (wait.c says why); every other policy waits as it always does.
  *
  * baton_wait_helper_phase() runs everything before the park: it returns
  * true with the new value in *seen (the parked bit masked off) once
