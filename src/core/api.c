@@ -363,6 +363,10 @@ int baton_delegate_future(baton_lock_t *l, baton_fn fn, const void *args, size_t
 
 int baton_future_wait(baton_future_t *f)
 {
+    /* Acquire: pairs with the release of baton_future_complete(); often the
+     * operation has run (or the caller ran it itself). */
+    if (BATON_LIKELY((baton_load(&f->state, memory_order_acquire) & ~BATON_WAIT_PARKED) != 0))
+        return f->status;
     baton_wait_t w;
     memcpy(&w, &f->wait, sizeof w);
     /* A helper wait: the operation runs on another thread, which may need

@@ -206,8 +206,9 @@ static void cc_release(baton_slot_owner_t *o, void *record)
  * of it, so `completed` and the operation's effects are visible). */
 static void cc_wait(cc_lock_t *l, cc_node_t *n)
 {
-    uint32_t v;
-    if (baton_wait_helper_phase(&l->wait, &n->wait, 1u, &v))
+    /* Acquire: as said above; a first look before the wait layer's call. */
+    uint32_t v = baton_load(&n->wait, memory_order_acquire);
+    if ((v & ~BATON_WAIT_PARKED) != 1u || baton_wait_helper_phase(&l->wait, &n->wait, 1u, &v))
         return;
     /* Park (see the top of the file).  seq_cst: the count must precede the
      * CAS in the single total order, and the CAS must be in it, for the

@@ -240,6 +240,13 @@ static uint32_t clamp_u32(double x, uint32_t lo, uint32_t hi)
 bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
                              uint32_t *seen)
 {
+    /* The first look before anything else: often the helper has already
+     * run the operation.  Acquire: as in the loop below. */
+    const uint32_t v0 = baton_load(word, memory_order_acquire);
+    if ((v0 & ~BATON_WAIT_PARKED) != old) {
+        *seen = v0 & ~BATON_WAIT_PARKED;
+        return true;
+    }
     uint32_t yields = 0;
     if (w->kind == BATON_WAIT_SPINPARK) {
         yields = HELPER_YIELDS_DEFAULT;
@@ -253,14 +260,8 @@ bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint
     }
     baton_waiter_t s;
     baton_waiter_init(&s, w);
+    uint32_t v = v0;
     for (uint32_t i = 0;; i++) {
-        /* Acquire pairs with the waker's release (baton_wait_store(), or the
-         * kind's own publishing store). */
-        const uint32_t v = baton_load(word, memory_order_acquire);
-        if ((v & ~BATON_WAIT_PARKED) != old) {
-            *seen = v & ~BATON_WAIT_PARKED;
-            return true;
-        }
         if (w->kind != BATON_WAIT_SPINPARK) {
             if (!baton_waiter_pause(&s, word, v))
                 return false;
@@ -268,6 +269,13 @@ bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint
             sched_yield();
         } else {
             return false;
+        }
+        /* Acquire pairs with the waker's release (baton_wait_store(), or the
+         * kind's own publishing store). */
+        v = baton_load(word, memory_order_acquire);
+        if ((v & ~BATON_WAIT_PARKED) != old) {
+            *seen = v & ~BATON_WAIT_PARKED;
+            return true;
         }
     }
 }
