@@ -206,7 +206,8 @@ uint32_t baton_wait_while_eq(const baton_wait_t *w, _Atomic uint32_t *word, uint
 /* --- waiting for a helper ------------------------------------------------------------
  *
  * A thread that waits for a delegated operation (its future, its CC-Synch
- * node) waits for another thread that is running operations.  Where
+ * node, its flat-combining record) waits for another thread that is
+ * running operations.  Where
  * threads outnumber CPUs that thread may be waiting for a CPU, perhaps
  * ours: spinning then delays the very store we wait for, and parking makes
  * the helper pay a futex wake (and the waiter a wake-up of tens of
@@ -237,47 +238,51 @@ static uint32_t clamp_u32(double x, uint32_t lo, uint32_t hi)
     return x < lo ? lo : x > hi ? hi : (uint32_t)x;
 }
 
+/* spinpark's yields before parking: about one park's cost of them. */
+static uint32_t helper_budget(const baton_wait_t *w)
+{
+    const baton_calibration_t *c = baton_calibration_ready();
+    if (c == NULL)
+        c = baton_calibration_start();
+    if (c == NULL || c->pause_ns <= 0 || c->yield_ns <= 0)
+        return HELPER_YIELDS_DEFAULT;
+    const double budget_ns = w->budget ? w->budget * c->pause_ns : c->spin_budget_ns;
+    return clamp_u32(budget_ns / c->yield_ns, HELPER_YIELDS_MIN, HELPER_YIELDS_MAX);
+}
+
+bool baton_helper_pause(baton_helper_waiter_t *h, const _Atomic uint32_t *addr, uint32_t val)
+{
+    if (h->s.w->kind != BATON_WAIT_SPINPARK)
+        return baton_waiter_pause(&h->s, addr, val);
+    if (h->yields == 0)
+        h->budget = helper_budget(h->s.w); /* at the first pause: waits that end at once pay nothing */
+    if (h->yields >= h->budget)
+        return false;
+    h->yields++;
+    sched_yield();
+    return true;
+}
+
 bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
                              uint32_t *seen)
 {
-    /* The first look before anything else: often the helper has already
-     * run the operation.  Acquire: as in the loop below. */
-    const uint32_t v0 = baton_load(word, memory_order_acquire);
-    if ((v0 & ~BATON_WAIT_PARKED) != old) {
-        *seen = v0 & ~BATON_WAIT_PARKED;
+    /* Acquire pairs with the waker's release (baton_wait_store(), or the
+     * kind's own publishing store). */
+    uint32_t v = baton_load(word, memory_order_acquire);
+    if ((v & ~BATON_WAIT_PARKED) != old) {
+        *seen = v & ~BATON_WAIT_PARKED;
         return true;
     }
-    uint32_t yields = 0;
-    if (w->kind == BATON_WAIT_SPINPARK) {
-        yields = HELPER_YIELDS_DEFAULT;
-        const baton_calibration_t *c = baton_calibration_ready();
-        if (c == NULL)
-            c = baton_calibration_start();
-        if (c != NULL && c->pause_ns > 0 && c->yield_ns > 0) {
-            const double budget_ns = w->budget ? w->budget * c->pause_ns : c->spin_budget_ns;
-            yields = clamp_u32(budget_ns / c->yield_ns, HELPER_YIELDS_MIN, HELPER_YIELDS_MAX);
-        }
-    }
-    baton_waiter_t s;
-    baton_waiter_init(&s, w);
-    uint32_t v = v0;
-    for (uint32_t i = 0;; i++) {
-        if (w->kind != BATON_WAIT_SPINPARK) {
-            if (!baton_waiter_pause(&s, word, v))
-                return false;
-        } else if (i < yields) {
-            sched_yield();
-        } else {
-            return false;
-        }
-        /* Acquire pairs with the waker's release (baton_wait_store(), or the
-         * kind's own publishing store). */
-        v = baton_load(word, memory_order_acquire);
+    baton_helper_waiter_t h;
+    baton_helper_waiter_init(&h, w);
+    while (baton_helper_pause(&h, word, v)) {
+        v = baton_load(word, memory_order_acquire); /* acquire: as above */
         if ((v & ~BATON_WAIT_PARKED) != old) {
             *seen = v & ~BATON_WAIT_PARKED;
             return true;
         }
     }
+    return false;
 }
 
 uint32_t baton_wait_for_helper(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old)

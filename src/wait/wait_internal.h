@@ -34,6 +34,22 @@ const baton_calibration_t *baton_calibration_start(void);
  * baton_wait_store(). */
 bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
                              uint32_t *seen);
+
+/* The same as a pause object, for waits that poll more than one word
+ * (fc.c): baton_helper_pause() is baton_waiter_pause() for a helper wait,
+ * and returns false when it is time to park. */
+typedef struct baton_helper_waiter {
+    baton_waiter_t s;    /* every policy but spinpark */
+    uint32_t yields;     /* spinpark: yields so far */
+    uint32_t budget;     /* spinpark: yields before parking */
+} baton_helper_waiter_t;
+static inline void baton_helper_waiter_init(baton_helper_waiter_t *h, const baton_wait_t *w)
+{
+    baton_waiter_init(&h->s, w);
+    h->yields = 0;
+    h->budget = 0; /* looked up at the first pause */
+}
+bool baton_helper_pause(baton_helper_waiter_t *h, const _Atomic uint32_t *addr, uint32_t val);
 uint32_t baton_wait_for_helper(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old);
 
 /* Monotonic clock in nanoseconds. */
