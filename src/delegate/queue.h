@@ -1,7 +1,7 @@
 /* queue.h - the queue-delegation core shared by qd, mrqd and hqd.
  *
- * A QD lock is a mutual-exclusion lock (here baton_ttas_t, so that plain
- * lock() waits through the lock's policy) plus a delegation queue, a
+ * A QD lock is a mutual-exclusion lock (qd_mutex_t, below: plain lock()
+ * waits through the lock's policy) plus a delegation queue, a
  * tantrum queue: enqueue may answer CLOSED.  Whoever takes the mutex opens
  * the queue, runs its own operation, then runs what others enqueued
  * meanwhile (flush) until the queue is closed, and unlocks.  Whoever finds
@@ -46,8 +46,9 @@
 
 #include "delegate.h"
 #include "../locks/kind.h"
+#include "../wait/wait_internal.h"
 
-#include <baton/ttas.h>
+#include <errno.h>
 #include <sched.h>
 
 #define QD_END ((uintptr_t)1)
@@ -311,9 +312,87 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
     qd_count(&cnt->helped, helped);
 }
 
+/* --- the mutex ------------------------------------------------------------------
+ *
+ * `word` 0 free, 1 held; `sleepers` the threads parked, or about to park, on
+ * it (lock() callers and delegators past their starvation bound; a helper
+ * never sleeps here).  Every help session ends with an unlock, so the unlock
+ * is the hot path: it looks at `sleepers` and, when nobody sleeps, releases
+ * with a plain store.  (baton_ttas_t's futex protocol releases with an
+ * exchange, to see a sleeper's mark in the word itself: a locked
+ * instruction, which on the project's VM cost qd a quarter of its
+ * uncontended rate, and which the QD authors' lock, which never parks, does
+ * not pay.)  A sleeper counts itself (seq_cst) before it looks at the word
+ * (seq_cst) and parks; an unlock that finds sleepers stores, then wakes one.
+ * The unlock's look precedes its store, so one interleaving escapes it: a
+ * sleeper that counts itself after the look and parks before the store
+ * lands.  So every park has a timeout, QD_PARK_FIRST_NS doubling up to
+ * QD_PARK_MAX_NS: it bounds that stall, and every later unlock sees the
+ * count.  models/qd_mutex.pml checks this protocol. */
+typedef struct qd_mutex {
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t word;
+    _Atomic uint32_t sleepers; /* on the line the unlock writes: its look costs nothing */
+    baton_wait_t wait;
+} qd_mutex_t;
+
+/* The first timeout of a park: the most the escaping interleaving costs (the
+ * bound fc's FC_PARK_TIMEOUT_NS gives its own lost wake-up); later ones
+ * double up to the largest, so that a long sleep wakes a few times, not
+ * thousands. */
+#define QD_PARK_FIRST_NS 100000u
+#define QD_PARK_MAX_NS 100000000u
+
+static inline void qd_mutex_init(qd_mutex_t *m, const baton_wait_t *w)
+{
+    atomic_init(&m->word, 0u);
+    atomic_init(&m->sleepers, 0u);
+    m->wait = *w;
+}
+
+static inline int qd_mutex_trylock(qd_mutex_t *m)
+{
+    /* Test first so a failing trylock does not take the line exclusive.
+     * Acquire (CAS): pairs with the release store of qd_mutex_unlock(). */
+    if (baton_load(&m->word, memory_order_relaxed) != 0)
+        return EBUSY;
+    uint32_t expected = 0;
+    return baton_cas(&m->word, &expected, 1u, memory_order_acquire, memory_order_relaxed) ? 0
+                                                                                        : EBUSY;
+}
+
+/* Wait by the policy, then park (qd.c). */
+void qd_mutex_lock_slow(qd_mutex_t *m);
+
+static inline void qd_mutex_lock(qd_mutex_t *m)
+{
+    uint32_t expected = 0;
+    /* Acquire: as in qd_mutex_trylock(). */
+    if (BATON_LIKELY(baton_cas(&m->word, &expected, 1u, memory_order_acquire, memory_order_relaxed)))
+        return;
+    qd_mutex_lock_slow(m);
+}
+
+static inline int qd_mutex_unlock(qd_mutex_t *m)
+{
+    /* Relaxed look: see above for the interleaving it cannot see, and the
+     * timeout that bounds it. */
+    const bool sleepers = baton_load(&m->sleepers, memory_order_relaxed) != 0;
+    /* Release: pairs with the acquire CAS of the next holder. */
+    baton_store(&m->word, 0u, memory_order_release);
+    if (BATON_UNLIKELY(sleepers))
+        baton_wake_one(&m->word);
+    return 0;
+}
+
+static inline int qd_mutex_is_locked(qd_mutex_t *m)
+{
+    return baton_load(&m->word, memory_order_relaxed) != 0; /* relaxed: a snapshot */
+}
+
 /* A mutex, a queue and their settings: one QD lock, or one group of hqd. */
 typedef struct qd_core {
-    baton_ttas_t mutex;
+    qd_mutex_t mutex;
+
     qd_queue_t queue;
     _Alignas(BATON_CACHELINE) qd_counters_t cnt;
     uint32_t help_limit;
@@ -365,12 +444,12 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
                             baton_future_t *f)
 {
     for (unsigned tries = 0;; tries++) {
-        if (baton_ttas_trylock(&c->mutex) == 0)
+        if (qd_mutex_trylock(&c->mutex) == 0)
             break;
         if (qd_enqueue(&c->queue, fn, payload, psize, flags, f) == QD_OK)
             return QD_ENQUEUED;
         if (tries >= c->retries) {
-            baton_ttas_lock(&c->mutex);
+            qd_mutex_lock(&c->mutex);
             qd_count(&c->cnt.forced, 1);
             break;
         }
@@ -382,7 +461,7 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
     /* An execute's own future has no other reader: nothing to complete. */
     qd_session(&c->queue, &c->cnt, c->help_limit, lock_id, hooks, fn, ctx,
                (flags & QD_F_OWN) ? NULL : f);
-    baton_ttas_unlock(&c->mutex);
+    qd_mutex_unlock(&c->mutex);
     return QD_RAN;
 }
 
