@@ -6,52 +6,57 @@
  * into the queue (accepted), it waits on the tail as cc_destroy() does, and
  * then "frees" the lock.
  *
- * An operation: take the spare node, reset it (next = NONE, wait = 1,
- * completed = 0), swap it into the tail (exchange), write the request into
- * the node got back (`cur`), link cur->next, keep cur as the next spare, and
- * wait on cur->wait.  The wait either sees the word change, or parks:
- * count itself in `sleepers`, set cur's parked flag, CAS the word from 1 to
- * 1|P, futex-wait on 1|P while the word is 1|P, then clear the flag and the
- * count.  When the wait ends: if completed, done; else combine: run the
- * requests from cur along next (at most LIMIT), completing every node but
- * our own with a plain store of wait = 0 (which overwrites a parked bit)
- * and remembering it; every BATCH completions, and before the hand-over,
- * flush: if sleepers != 0, futex-wake every remembered node whose parked
- * flag is set.  Then hand over: exchange the stop node's wait with 0 and
- * futex-wake if the old value had the parked bit.
+ * An operation: take the spare node, reset it (next = NONE, word = WAIT),
+ * swap it into the tail (exchange), write the request into the node got
+ * back (`cur`), link cur->next, keep cur as the next spare, and wait on
+ * cur's word until it leaves WAIT: either the thread sees it change while
+ * it looks (the yield phase, a nondeterministic choice), or it parks:
+ * count itself in `sleepers`, CAS the word from WAIT to WAIT|P, futex-wait
+ * (with a timeout) while the word stays WAIT|P, then uncount.  DONE: its
+ * request ran.  GO: it combines: runs the requests from cur along next (at
+ * most LIMIT), publishing DONE into every node but its own, then publishes
+ * GO into the node it stopped at (the hand-over).  To publish: look at
+ * `sleepers`; if zero, a plain store; else an exchange, and a futex wake if
+ * the old value had the parked bit.
  *
- * Abstractions.  Every step is sequentially consistent: the code's seq_cst
- * count, flag and CAS (sleeper) and its release store, seq_cst fence and
- * loads (combiner) give the flush's Dekker pattern; the release/acquire
- * pairs that carry the requests are not modelled further.  The futex is
- * modelled exactly, since lost wake-ups are what this model is for:
- * futex_wait(w, v) atomically checks the word and, if it is v, sleeps until
- * a futex_wake on w (or a spurious wake-up, at most SPURIOUS in all), even
- * if the word changes meanwhile; futex_wake(w) wakes every sleeper on w.
- * The spin/yield phase before parking is a nondeterministic choice between
- * waiting for the word and parking.
+ * Abstractions.  Every step is sequentially consistent; the release/acquire
+ * pairs that carry the requests are not modelled.  The futex is modelled
+ * exactly, since lost wake-ups are what this model is for: futex_wait(w, v)
+ * atomically checks the word and, if it is v, sleeps until a futex_wake on
+ * w, even if the word changes meanwhile; unless NO_TIMEOUT, a sleeper may
+ * also wake at any time (its timeout), which also stands for spurious
+ * wake-ups.
+ *
+ * The publish's look comes before its store, and the code lets one
+ * interleaving through (a sleeper that counts itself after the look and
+ * parks before the store lands): its timeout bounds the stall.  -DNO_WINDOW
+ * makes the look and the store one step; with -DNO_TIMEOUT as well, every
+ * end state must still be valid: outside that window the wake-ups are
+ * exact.  Without NO_WINDOW, NO_TIMEOUT must fail (BUG_NO_TIMEOUT below):
+ * the window is real and the timeout is what covers it.
  *
  * What is checked:
  *   - every operation runs exactly once, by a combiner, one at a time;
  *   - operations run in the order their threads swapped the tail (FIFO);
  *   - a thread returns only after its operation ran;
  *   - no lost wake-up and no deadlock: every end state is valid;
- *   - the destroyer's wait ends only when no thread will touch the lock or
- *     a node again (every access after the "free" fails an assertion).
+ *   - once the destroyer's wait has ended, no thread touches the lock or a
+ *     node again (every access after the "free" fails an assertion).
  *
  * Deliberately broken variants, each of which spin must catch:
- *   BUG_NO_FLUSH        completions never wake anyone (a plain store of 0
- *                       overwrites the parked bit, nobody looks at sleepers);
- *   BUG_NO_COUNT        a sleeper does not count itself: the flush skips;
- *   BUG_PLAIN_HANDOVER  the hand-over is a plain store too, without a look;
- *   BUG_FLUSH_LATE      the last flush comes after the hand-over, when the
- *                       destroyer may have freed the nodes.
+ *   BUG_NO_TIMEOUT   parks without a timeout (window open): a lost wake-up;
+ *   BUG_NO_COUNT     a sleeper does not count itself (exact configuration):
+ *                    the publish stores without waking it;
+ *   BUG_NO_LOOK      every publish is a plain store (exact configuration);
+ *   BUG_DONE_FLAG    the original algorithm's separate `completed` flag,
+ *                    which the owner reads after its wait: the destroyer
+ *                    may have freed the node by then.
  *
- * Reachability markers: 1 a sleeper is woken by a flush inside a session
- * (BATCH reached), 8 by the session's last flush (BATCH > 1); 2 by a
- * hand-over; 3 a spurious wake-up; 4 a combiner completes another thread's
- * request; 5 a sleeper's CAS finds the word changed and it does not sleep;
- * 6 a flush inside a session; 7 the destroyer slept on the tail.
+ * Reachability markers: 1 a sleeper is woken by a completion's exchange;
+ * 2 by a hand-over's exchange; 3 a timeout (or spurious) wake-up; 4 a
+ * combiner completes another thread's request; 5 a sleeper's CAS finds the
+ * word changed and it does not sleep; 6 a publish finds sleepers and
+ * exchanges; 7 the destroyer slept on the tail.
  */
 
 #ifndef NT
@@ -63,16 +68,20 @@
 #ifndef LIMIT
 #define LIMIT 8         /* help_limit */
 #endif
-#ifndef BATCH
-#define BATCH 1         /* CC_WAKE_BATCH */
+#if defined(BUG_NO_COUNT) || defined(BUG_NO_LOOK)
+#define NO_WINDOW
+#define NO_TIMEOUT
 #endif
-#ifndef SPURIOUS
-#define SPURIOUS 1
+#ifdef BUG_NO_TIMEOUT
+#define NO_TIMEOUT
 #endif
 
 #define NN (NT + 1)     /* nodes: one spare per thread and the initial dummy */
 #define NONE 255
-#define P 2             /* the parked bit: a word is 0, 1 or 1|P = 3 */
+#define GO 0
+#define WAIT 1
+#define DONE 2
+#define P 4             /* the parked bit */
 #define NOPS (NT * K)   /* thread t's operation k has id 1 + K*t + k */
 #define DESTROYER NT    /* the init process's index in asleep[] */
 
@@ -80,18 +89,16 @@ hidden byte cov;
 #define reach(n) cov = n
 
 /* --- the protocol's shared state --- */
-byte wait[NN];
-bit completed[NN];
+byte word[NN];
 byte next[NN];
 byte op[NN];            /* the request: operation id */
-bit parked[NN];
+bit completed[NN];      /* BUG_DONE_FLAG only */
 byte tail;
 byte spare[NT];
 byte sleepers;
 
 /* --- the futex --- */
 byte asleep[NT + 1];    /* 1 + the node a thread sleeps on, 0 awake */
-byte spurious;
 
 /* --- bookkeeping for the checks --- */
 byte runs[NOPS + 1];
@@ -108,13 +115,15 @@ inline futex_wait(me, n, v)
 {
     atomic {
         if
-        :: wait[n] == (v) -> asleep[me] = n + 1
+        :: word[n] == (v) -> asleep[me] = n + 1
         :: else
         fi
     };
     if
     :: asleep[me] == 0
-    :: atomic { spurious < SPURIOUS && asleep[me] != 0 -> spurious++; asleep[me] = 0; reach(3) }
+#ifndef NO_TIMEOUT
+    :: atomic { asleep[me] != 0 -> asleep[me] = 0; reach(3) }
+#endif
     fi
 }
 
@@ -130,90 +139,99 @@ inline futex_wake(n)
     }
 }
 
-/* cc_wait(): wait until wait[n] is 0. */
+/* cc_wait(): until word[n] leaves WAIT; its value (GO or DONE) in v. */
 inline cc_wait(me, n)
 {
     if
-    :: (wait[n] & 1) == 0                    /* the spin/yield phase saw it */
-    :: else ->                               /* park */
+    :: (word[n] & ~P) != WAIT                /* the yield phase saw it */
+    :: else ->                               /* cc_park() */
 #ifndef BUG_NO_COUNT
         sleepers++;
 #endif
-        parked[n] = 1;
-        atomic {
-            if
-            :: wait[n] == 1 -> wait[n] = 1 | P; ok = 1
-            :: wait[n] == (1 | P) -> ok = 1
-            :: else -> ok = 0; reach(5)
-            fi
-        };
-        if
-        :: ok ->
-            do
-            :: wait[n] == (1 | P) ->
-                futex_wait(me, n, 1 | P);
-                slept = 1
-            :: else -> break
-            od
-        :: else
-        fi;
+        do
+        :: atomic {                          /* CAS WAIT -> WAIT|P */
+               if
+               :: word[n] == WAIT -> word[n] = WAIT | P; ok = 1
+               :: word[n] == (WAIT | P) -> ok = 1
+               :: else -> ok = 0
+               fi
+           };
+           if
+           :: ok -> futex_wait(me, n, WAIT | P); slept = 1
+           :: else -> reach(5); break
+           fi;
+           if
+           :: (word[n] & ~P) != WAIT -> break
+           :: else
+           fi
+        od;
         ok = 0;
-        parked[n] = 0;
 #ifndef BUG_NO_COUNT
         sleepers--
 #endif
-    fi
+    fi;
+    v = word[n] & ~P
 }
 
-/* The flush: wake the remembered nodes whose sleepers flagged them; mk is
- * the marker of this call site (1 inside a session, 8 the last flush). */
-inline cc_flush(mk)
+/* cc_publish(): store val into word[n]; mk marks a wake (1 completion,
+ * 2 hand-over).  The last touch of n. */
+inline cc_publish(n, val, mk)
 {
+#ifdef NO_WINDOW
+    atomic {
+        touch;
+#ifdef BUG_NO_LOOK
+        if :: true -> word[n] = val; old = 0 fi
+#else
+        if
+        :: sleepers == 0 -> word[n] = val; old = 0
+        :: else -> old = word[n]; word[n] = val; reach(6)
+        fi
+#endif
+    };
+#else
     touch;
+    if                                       /* the look */
+    :: sleepers == 0 -> look = 0
+    :: else -> look = 1
+    fi;
     if
-    :: sleepers != 0 ->
-        j = 0;
-        do
-        :: j < nrem ->
-            if
-            :: parked[rem[j]] -> futex_wake(rem[j]); reach(mk)
-            :: else
-            fi;
-            j++
-        :: else -> break
-        od;
-        j = 0
+    :: look == 0 -> d_step { touch; word[n] = val; old = 0 }     /* plain store */
+    :: else -> atomic { touch; old = word[n]; word[n] = val; reach(6) }
+    fi;
+    look = 0;
+#endif
+    if
+    :: old & P -> futex_wake(n); reach(mk)
     :: else
     fi;
-    d_step {
-        j = 0;
-        do
-        :: j < BATCH -> rem[j] = 0; j++
-        :: else -> break
-        od;
-        j = 0;
-        nrem = 0
-    }
+    old = 0
 }
 
 proctype Thread(byte t)
 {
-    byte k, id, nx, cur, tmp, nxt, n, i, j, old, nrem;
-    byte rem[BATCH];
-    bit ok, slept;
+    byte k, id, nx, cur, tmp, nxt, n, i, old, v;
+    bit ok, slept, look;
 
     do
     :: k < K ->
         id = 1 + K * t + k;
         nx = spare[t];
-        d_step { touch; next[nx] = NONE; wait[nx] = 1; completed[nx] = 0 };
+        d_step { touch; next[nx] = NONE; word[nx] = WAIT; completed[nx] = 0 };
         atomic { touch; cur = tail; tail = nx; ticket++; tk[id] = ticket };
         op[cur] = id;
         d_step { next[cur] = nx; linked++ };  /* release: the request is visible */
         spare[t] = cur;
         cc_wait(t, cur);
+#ifdef BUG_DONE_FLAG
+        touch;
         if
-        :: completed[cur] -> assert(runs[id] == 1)
+        :: completed[cur] -> v = DONE
+        :: else -> v = GO
+        fi;
+#endif
+        if
+        :: v == DONE -> assert(runs[id] == 1)
         :: else ->
             /* combine */
             d_step { touch; combining++; assert(combining == 1) };
@@ -233,57 +251,37 @@ proctype Thread(byte t)
                 if
                 :: tmp != cur ->
                     reach(4);
-                    d_step { completed[tmp] = 1; wait[tmp] = 0 };   /* plain store */
-#ifdef BUG_NO_FLUSH
-                    skip
+#ifdef BUG_DONE_FLAG
+                    completed[tmp] = 1;
+                    cc_publish(tmp, GO, 1);  /* the original clears wait */
 #else
-                    rem[nrem] = tmp;
-                    nrem++;
-                    if
-                    :: nrem == BATCH -> cc_flush(1); reach(6)
-                    :: else
-                    fi
+                    cc_publish(tmp, DONE, 1);
 #endif
                 :: else
                 fi;
                 tmp = nxt
             :: else -> break
             od;
-#if !defined(BUG_NO_FLUSH) && !defined(BUG_FLUSH_LATE)
-            cc_flush(8);
-#endif
             combining--;
-            /* hand over */
-#ifdef BUG_PLAIN_HANDOVER
-            d_step { touch; wait[tmp] = 0 };
-#else
-            atomic { touch; old = wait[tmp]; wait[tmp] = 0 };
-            if
-            :: old & P -> futex_wake(tmp); reach(2)
-            :: else
-            fi;
-#endif
-#if !defined(BUG_NO_FLUSH) && defined(BUG_FLUSH_LATE)
-            cc_flush(8);
-#endif
-            d_step { tmp = 0; nxt = 0; n = 0; old = 0 }
+            cc_publish(tmp, GO, 2);          /* hand over: nothing after it */
+            d_step { tmp = 0; nxt = 0; n = 0 }
         fi;
         assert(runs[id] == 1);
-        d_step { k++; id = 0; nx = 0; cur = 0 }
+        d_step { k++; id = 0; nx = 0; cur = 0; v = 0; slept = 0 }
     :: else -> break
     od
 }
 
 init {
-    byte i, j, t, me;
+    byte i, t, me, v;
     bit ok, slept;
     atomic {
-        /* node NT is the dummy tail (wait = 0); node t is thread t's spare */
+        /* node NT is the dummy tail (GO); node t is thread t's spare */
         do
-        :: i < NN -> wait[i] = 1; next[i] = NONE; i++
+        :: i < NN -> word[i] = WAIT; next[i] = NONE; i++
         :: else -> break
         od;
-        wait[NT] = 0;
+        word[NT] = GO;
         tail = NT;
         i = 0;
         do
@@ -297,8 +295,8 @@ init {
         od;
         i = 0
     };
-    /* cc_destroy(): every operation accepted; wait until the tail's wait
-     * is clear and the tail did not move. */
+    /* cc_destroy(): every operation accepted; wait until the tail's word
+     * has left WAIT and the tail did not move. */
     linked == NOPS;
     me = DESTROYER;
     do

@@ -4,23 +4,26 @@
  * synchronization technique", PPoPP 2012): a CLH-like queue of request
  * nodes.  A thread swaps its spare node into the tail, writes its request
  * into the node it got back (the previous tail), links that node to its
- * spare, and waits on the node's `wait` word.  When the word clears, either
- * `completed` is set (a combiner ran the request) or the thread is the
- * combiner: it runs requests along the queue, its own first, until it meets
- * a node whose request is not linked yet or has run `help_limit` of them,
- * and clears that node's `wait` to hand the combiner role on.
+ * spare, and waits on the node's `wait` word.  When the word leaves
+ * CC_WAIT, either it says CC_DONE (a combiner ran the request) or CC_GO:
+ * the thread is the combiner.  It runs requests along the queue, its own
+ * first, until it meets a node whose request is not linked yet or has run
+ * `help_limit` of them, and stores CC_GO into that node's word to hand the
+ * combiner role on.  (The original keeps a separate `completed` flag that
+ * the owner reads after the wait; one word says both here, so the owner
+ * reads nothing of its node once the wait is over.)
  *
  * Node ownership (as in the original algorithm).  After announcing in
  * `cur`, the thread keeps `cur` as its spare for its next operation, and the
  * node it swapped in becomes the tail, which belongs to whoever swaps in
- * after it.  This is safe because once cur->wait is cleared nobody touches
- * cur again: the combiner reads cur->next and the request before it clears
- * cur->wait (the release in that store orders them), and a combiner that
- * stops at cur (next not linked yet) only clears wait and leaves.  The thread
- * writes cur again only after its acquire load saw wait clear.  So each node
- * is at any time either one thread's spare, or the tail, or announced and
- * awaiting its combiner; threads and nodes stay one to one, plus the
- * initial dummy tail (wait = 0).
+ * after it.  This is safe because once cur->wait leaves CC_WAIT nobody
+ * touches cur again: the combiner reads cur->next and the request before it
+ * stores the word (the release in that store orders them), and a combiner
+ * that stops at cur (next not linked yet) only stores the word and leaves.
+ * The thread writes cur again only after its acquire load saw the word
+ * change.  So each node is at any time either one thread's spare, or the
+ * tail, or announced and awaiting its combiner; threads and nodes stay one
+ * to one, plus the initial dummy tail (CC_GO).
  *
  * Each thread keeps its spare in its slot record (slots.h).  When the thread
  * exits, the record (with the spare, which no one else touches) is marked
@@ -28,27 +31,24 @@
  * the lock.  Every node is also on a list of all nodes, for destroy.
  *
  * Waiting and waking.  A thread waits on its node as a helper wait (the
- * wait layer's baton_wait_helper_phase(): under spinpark it spins about one
- * sched_yield()'s cost, then yields, since the combiner it waits for may
- * need its CPU) and parks only after that, in two steps: it counts itself
- * in the lock's `sleepers` (seq_cst), then marks its node's word with the
- * node's `parked` flag, then marks the node's word with the parked bit
- * (seq_cst CAS from 1) and sleeps on it.  The combiner completes requests
- * with a plain release store of wait (no exchange: the store retires into
- * the store buffer while the combiner goes on to the next request, where an
- * exchange would wait for the waiter's line every time), remembers the
- * nodes, and every CC_WAKE_BATCH completions, and before it hands over,
- * flushes: a seq_cst fence, then a look at `sleepers`; only if someone
- * sleeps does it look at the remembered nodes' flags and wake those set.  A
- * Dekker pattern: the sleeper's count and flag precede its CAS, our store
- * precedes our look; either its CAS finds our 0 (and it does not sleep) or
- * we find its count and flag (and wake it).  The hand-over
- * is an exchange (baton_wait_store()), which sees the parked bit itself;
- * after it the combiner touches neither the lock nor any node, so destroy
- * may free them as soon as the tail's wait is clear, as before.  The
- * combiner's own node needs no completion: nobody waits on it.  Under
- * ThreadSanitizer (which does not model fences) the completions are seq_cst
- * stores and the look a seq_cst load instead of the fence.
+ * wait layer's baton_wait_helper_phase(): under spinpark it yields, since
+ * the combiner it waits for may need its CPU) and parks only after that: it
+ * counts itself in the lock's `sleepers` (seq_cst), marks its node's word
+ * with the parked bit (seq_cst CAS from CC_WAIT) and sleeps on it.  Storing
+ * a node's word (a completion, or the hand-over) is cc_publish(): a look at
+ * `sleepers`, then, if nobody sleeps, a plain release store; else an
+ * exchange, and a futex wake if the old value had the parked bit.  (The
+ * original, and baton_wait_store(), exchange every time, to see the bit: a
+ * locked instruction per request, which also stalls the combiner on the
+ * waiter's line, where a plain store retires into the store buffer.)  The
+ * look precedes the store, so one interleaving escapes it: a sleeper that
+ * counts itself after the look and parks before the store lands.  So a
+ * park has a timeout, CC_PARK_FIRST_NS doubling up to CC_PARK_MAX_NS: it
+ * bounds that stall, and any later store looks after the count.  The
+ * combiner's own node needs no completion (nobody waits on it).  After the
+ * hand-over the combiner touches neither the lock nor any node, so destroy
+ * may free them as soon as the tail's word has left CC_WAIT.
+ * models/ccsynch.pml checks this protocol.
  *
  * No lock/unlock: the combiner role is not a lock one can hold while doing
  * other things.  execute and delegate both wait until their operation has
@@ -68,29 +68,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ThreadSanitizer does not model fences (and newer gcc refuses them under
- * -fsanitize=thread): there the flush's Dekker pattern is made of seq_cst
- * accesses instead (see the top of the file). */
-#if defined(__SANITIZE_THREAD__)
-#define CC_NO_FENCE 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CC_NO_FENCE 1
-#endif
-#endif
-#ifndef CC_NO_FENCE
-#define CC_NO_FENCE 0
-#endif
+/* A node's word (plus BATON_WAIT_PARKED while its owner sleeps on it). */
+enum { CC_GO = 0, CC_WAIT = 1, CC_DONE = 2 };
 
-/* Completions between two looks at `sleepers`: enough that the fence costs
- * little per request (one fence per 32 requests), few enough that a parked
- * waiter is woken at most 32 requests late, and a small array on the
- * combiner's stack. */
-#define CC_WAKE_BATCH 32
+/* The first timeout of a park: the most the escaping interleaving costs
+ * (the bound fc's FC_PARK_TIMEOUT_NS gives its own lost wake-up); later
+ * ones double up to the largest, so that a long sleep wakes a few times,
+ * not thousands. */
+#define CC_PARK_FIRST_NS 100000u
+#define CC_PARK_MAX_NS 100000000u
 
 typedef struct cc_node {
-    _Atomic uint32_t wait;         /* 1 wait, 0 go (+ parked bit): the waited-on word */
-    uint32_t completed;            /* set by the combiner before it clears wait */
+    _Atomic uint32_t wait;         /* CC_WAIT, CC_GO or CC_DONE (+ parked bit) */
     _Atomic(struct cc_node *) next;
     /* The request: written by the thread that announced in this node before
      * it links next, read by the combiner after it loads next. */
@@ -98,7 +87,6 @@ typedef struct cc_node {
     void *arg;                     /* ctx, or args below */
     baton_future_t *f;
     struct cc_node *all;           /* list of every node of the lock (for destroy) */
-    _Atomic uint32_t parked;       /* 1 while a thread sleeps (or is about to) on wait */
     _Alignas(16) unsigned char args[BATON_ARGS_MAX];
 } __attribute__((aligned(BATON_CACHELINE))) cc_node_t;
 
@@ -116,11 +104,11 @@ typedef struct cc_lock {
     /* Written by the combiner only, once per session. */
     _Alignas(BATON_CACHELINE) _Atomic uint64_t sessions;
     _Atomic uint64_t ops;
-    /* Threads parked (or about to park) on a node: written only by them,
-     * read by the combiner at each flush, on the line it writes anyway. */
-    _Atomic uint32_t sleepers;
     /* Read-mostly. */
     _Alignas(BATON_CACHELINE) baton_wait_t wait;
+    /* Threads parked, or about to park, on a node: written only by them,
+     * looked at before every store of a node's word. */
+    _Atomic uint32_t sleepers;
     uint32_t help_limit;
     _Atomic(cc_slot_t *) slot_list;
     _Atomic(cc_node_t *) node_list;
@@ -149,7 +137,6 @@ static cc_node_t *cc_new_node(cc_lock_t *l, uint32_t wait)
     cc_node_t *n = cc_alloc(sizeof *n);
     atomic_init(&n->wait, wait);
     atomic_init(&n->next, NULL);
-    atomic_init(&n->parked, 0u);
     /* Relaxed read: the CAS below checks it. */
     cc_node_t *h = baton_load(&l->node_list, memory_order_relaxed);
     do
@@ -178,7 +165,7 @@ static void *cc_make(baton_slot_owner_t *o)
     }
     cc_slot_t *s = cc_alloc(sizeof *s);
     atomic_init(&s->owner, 1u);
-    s->spare = cc_new_node(l, 0u);
+    s->spare = cc_new_node(l, CC_GO); /* reset to CC_WAIT before each use */
     /* Relaxed read: the CAS below checks it. */
     cc_slot_t *h = baton_load(&l->slot_list, memory_order_relaxed);
     do
@@ -190,8 +177,9 @@ static void *cc_make(baton_slot_owner_t *o)
 }
 
 /* The record's thread has exited.  Its spare is the node it last announced
- * in, whose wait it saw cleared: nobody touches that node any more (see the
- * ownership argument above), so record and spare go to the next thread. */
+ * in, whose word it saw leave CC_WAIT: nobody touches that node any more
+ * (see the ownership argument above), so record and spare go to the next
+ * thread. */
 static void cc_release(baton_slot_owner_t *o, void *record)
 {
     (void)o;
@@ -202,83 +190,60 @@ static void cc_release(baton_slot_owner_t *o, void *record)
 
 /* --- the algorithm -------------------------------------------------------------- */
 
-/* Wait until n->wait is 0 (acquire: pairs with the combiner's release store
- * of it, so `completed` and the operation's effects are visible). */
-static void cc_wait(cc_lock_t *l, cc_node_t *n)
+/* The park (see the top of the file); returns the word's new value. */
+static uint32_t cc_park(cc_lock_t *l, cc_node_t *n)
 {
-    /* Acquire: as said above; a first look before the wait layer's call. */
-    uint32_t v = baton_load(&n->wait, memory_order_acquire);
-    if ((v & ~BATON_WAIT_PARKED) != 1u || baton_wait_helper_phase(&l->wait, &n->wait, 1u, &v))
-        return;
-    /* Park (see the top of the file).  seq_cst: the count must precede the
-     * CAS in the single total order, and the CAS must be in it, for the
-     * Dekker pattern with the combiner's flush. */
+    /* seq_cst: the count precedes our CAS in the single total order, for
+     * every cc_publish() whose look comes after it. */
     baton_fetch_add(&l->sleepers, 1u, memory_order_seq_cst);
-    baton_store(&n->parked, 1u, memory_order_seq_cst);
-    v = 1u;
-    if (baton_cas(&n->wait, &v, 1u | BATON_WAIT_PARKED, memory_order_seq_cst,
-                  memory_order_seq_cst) ||
-        v == (1u | BATON_WAIT_PARKED)) {
-        /* Acquire pairs with the combiner's release (or exchange) of 0. */
-        while (baton_load(&n->wait, memory_order_acquire) == (1u | BATON_WAIT_PARKED))
-            baton_park(&n->wait, 1u | BATON_WAIT_PARKED);
+    uint64_t timeout = CC_PARK_FIRST_NS;
+    uint32_t v = CC_WAIT;
+    /* seq_cst CAS (its failure an acquire: pairs with cc_publish()'s
+     * release, like the load below). */
+    while (baton_cas(&n->wait, &v, CC_WAIT | BATON_WAIT_PARKED, memory_order_seq_cst,
+                     memory_order_seq_cst) ||
+           v == (CC_WAIT | BATON_WAIT_PARKED)) {
+        baton_park_timeout(&n->wait, CC_WAIT | BATON_WAIT_PARKED, timeout);
+        timeout = timeout * 2 > CC_PARK_MAX_NS ? CC_PARK_MAX_NS : timeout * 2;
+        /* Acquire: pairs with cc_publish()'s release (or exchange). */
+        v = baton_load(&n->wait, memory_order_acquire);
+        if ((v & ~BATON_WAIT_PARKED) != CC_WAIT)
+            break;
     }
-    /* Relaxed: these only spare later flushes their wakes. */
-    baton_store(&n->parked, 0u, memory_order_relaxed);
+    /* Relaxed: a cc_publish() that still counts us only exchanges in vain. */
     baton_fetch_sub(&l->sleepers, 1u, memory_order_relaxed);
+    return v & ~BATON_WAIT_PARKED;
 }
 
-/* Completions published with a plain store and not yet flushed. */
-typedef struct cc_wakes {
-    unsigned count;
-    cc_node_t *node[CC_WAKE_BATCH];
-} cc_wakes_t;
-
-/* Wake whoever parked on the remembered words (see the top of the file). */
-static void cc_flush(cc_lock_t *l, cc_wakes_t *wk)
+/* Wait until n->wait leaves CC_WAIT; returns CC_GO or CC_DONE.  Acquire (in
+ * every look): pairs with cc_publish()'s release, so the operation's
+ * effects, or the previous combiner's, are visible. */
+static inline uint32_t cc_wait(cc_lock_t *l, cc_node_t *n)
 {
-    if (wk->count == 0)
-        return;
-#if CC_NO_FENCE
-    /* seq_cst: pairs with the sleeper's seq_cst count and CAS, as the
-     * completions here were seq_cst stores. */
-    const uint32_t sleepers = baton_load(&l->sleepers, memory_order_seq_cst);
-#else
-    /* The fence orders our completion stores before the look below; pairs
-     * with the sleeper's seq_cst count and CAS in cc_wait(). */
-    baton_fence(memory_order_seq_cst);
-    /* Relaxed: ordered by the fence. */
-    const uint32_t sleepers = baton_load(&l->sleepers, memory_order_relaxed);
-#endif
-    /* Nodes are never freed while a combiner runs (destroy waits for the
-     * hand-over, which comes after this), so reading one that its owner
-     * has reused meanwhile is safe: a flag set for its next wait gives a
-     * spurious wake-up at worst.  Relaxed: ordered by the fence (or seq_cst
-     * load) above, like the count. */
-    if (sleepers != 0)
-        for (unsigned i = 0; i < wk->count; i++)
-            if (baton_load(&wk->node[i]->parked, memory_order_relaxed))
-                baton_wake_all(&wk->node[i]->wait);
-    wk->count = 0;
+    /* A first look before the wait layer's call. */
+    uint32_t v = baton_load(&n->wait, memory_order_acquire) & ~BATON_WAIT_PARKED;
+    if (BATON_LIKELY(v != CC_WAIT) || baton_wait_helper_phase(&l->wait, &n->wait, CC_WAIT, &v))
+        return v;
+    return cc_park(l, n);
 }
 
-/* Complete tmp's request: `completed`, then wait = 0.  After this only the
- * flush looks at tmp again (its parked flag): its owner may reuse it. */
-static void cc_complete(cc_lock_t *l, cc_node_t *tmp, cc_wakes_t *wk)
+/* Store n's word (CC_DONE or CC_GO): the last touch of n, whose owner may
+ * reuse it at once.  Release: pairs with the owner's acquire in cc_wait(),
+ * which then sees the operation's effects (or, for CC_GO, everything this
+ * combiner ran). */
+static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v)
 {
-    tmp->completed = 1;
-    if (!baton_wait_may_park(&l->wait)) {
-        /* Release: pairs with the owner's acquire in cc_wait(); nobody parks. */
-        baton_store(&tmp->wait, 0u, memory_order_release);
+    /* Relaxed look (see the top of the file for the interleaving it cannot
+     * see, and the timeout that bounds it); no one parks under spin, yield
+     * or backoff, and then nobody counts. */
+    if (BATON_LIKELY(baton_load(&l->sleepers, memory_order_relaxed) == 0)) {
+        baton_store(&n->wait, v, memory_order_release);
         return;
     }
-    /* Release (seq_cst without fences): pairs with the owner's acquire in
-     * cc_wait(), which then sees `completed` and the operation's effects;
-     * the flush wakes it if it parked. */
-    baton_store(&tmp->wait, 0u, CC_NO_FENCE ? memory_order_seq_cst : memory_order_release);
-    wk->node[wk->count++] = tmp;
-    if (wk->count == CC_WAKE_BATCH)
-        cc_flush(l, wk);
+    /* acq_rel: release as above; we must see whether the parked bit was set
+     * before our value landed. */
+    if (baton_xchg(&n->wait, v, memory_order_acq_rel) & BATON_WAIT_PARKED)
+        baton_wake_all(&n->wait); /* hashes the address: n may be reused already */
 }
 
 /* Run requests from `cur` (the caller's own node, whose request is linked)
@@ -286,8 +251,6 @@ static void cc_complete(cc_lock_t *l, cc_node_t *tmp, cc_wakes_t *wk)
 static void cc_combine(cc_lock_t *l, cc_node_t *cur)
 {
     cc_node_t *tmp = cur, *nxt;
-    cc_wakes_t wk;
-    wk.count = 0;
     uint64_t n = 0;
     /* Acquire pairs with the release store of next in cc_submit(): the
      * request in tmp is visible. */
@@ -295,21 +258,18 @@ static void cc_combine(cc_lock_t *l, cc_node_t *cur)
         n++;
         baton_run_op(l, tmp->fn, tmp->arg, tmp->f);
         if (tmp != cur) /* our own node: nobody waits on it */
-            cc_complete(l, tmp, &wk);
+            cc_publish(l, tmp, CC_DONE);
         tmp = nxt;
     }
-    cc_flush(l, &wk);
     /* Relaxed: only the combiner writes the counters, and the hand-over
      * below orders successive combiners; readers take a racy snapshot. */
     baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1,
                 memory_order_relaxed);
     baton_store(&l->ops, baton_load(&l->ops, memory_order_relaxed) + n, memory_order_relaxed);
-    /* Hand over, completed left 0: tmp's owner (who may not have swapped it
-     * out of the tail yet) becomes the combiner.  Release: pairs with its
-     * acquire wait; our sessions happen before its own.  An exchange under
-     * a parking policy, which wakes it if it parked: after this store we
-     * touch nothing of the lock (destroy may free it). */
-    baton_wait_store(&l->wait, &tmp->wait, 0u);
+    /* Hand over: tmp's owner (who may not have swapped it out of the tail
+     * yet) becomes the combiner.  After this we touch nothing of the lock
+     * (destroy may free it). */
+    cc_publish(l, tmp, CC_GO);
 }
 
 /* One operation: fn(ctx), or with `copy` fn on an inline copy of
@@ -322,8 +282,7 @@ static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const voi
     /* Relaxed: the node is ours alone until the exchange below publishes it
      * (its release covers these stores). */
     baton_store(&next->next, NULL, memory_order_relaxed);
-    baton_store(&next->wait, 1u, memory_order_relaxed);
-    next->completed = 0;
+    baton_store(&next->wait, CC_WAIT, memory_order_relaxed);
     /* acq_rel: release publishes next's fields to the thread that swaps in
      * after us (and, through our link, to the combiner); acquire pairs with
      * the previous swapper's release, so its node `cur` is ready for us. */
@@ -341,10 +300,8 @@ static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const voi
     baton_store(&cur->next, next, memory_order_release);
     /* cur is ours from now on (see the ownership argument above). */
     s->spare = cur;
-    cc_wait(l, cur);
-    if (cur->completed)
-        return;
-    cc_combine(l, cur);
+    if (cc_wait(l, cur) == CC_GO)
+        cc_combine(l, cur);
 }
 
 static int cc_execute(void *state, baton_fn fn, void *ctx)
@@ -371,8 +328,8 @@ static int cc_init(void *state, const baton_opts_t *o)
     atomic_init(&l->node_list, NULL);
     l->wait = o->wait;
     l->help_limit = (uint32_t)o->value[0];
-    /* The dummy tail: wait = 0, so the first thread to arrive combines. */
-    atomic_init(&l->tail, cc_new_node(l, 0u));
+    /* The dummy tail: CC_GO, so the first thread to arrive combines. */
+    atomic_init(&l->tail, cc_new_node(l, CC_GO));
     l->slots.make = cc_make;
     l->slots.release = cc_release;
     return baton_slot_owner_register(&l->slots);
@@ -382,14 +339,15 @@ static int cc_destroy(void *state)
 {
     cc_lock_t *l = state;
     /* Let operations in flight finish: the queue is idle when the tail's
-     * wait is clear (the last combiner cleared it and nobody swapped in
-     * since, or the tail is the dummy).  A tail still waiting belongs to an
+     * word has left CC_WAIT (the last combiner handed over to it and nobody
+     * swapped in since, or the tail is the dummy).  A tail still waiting belongs to an
      * operation that will finish. */
     for (;;) {
         /* Acquire pairs with the release of the last exchange of the tail. */
         cc_node_t *t = baton_load(&l->tail, memory_order_acquire);
-        /* Acquire inside: pairs with the last combiner's hand-over. */
-        cc_wait(l, t);
+        /* Acquire inside: pairs with the last combiner's hand-over.  The
+         * dummy tail, and a tail handed over, say CC_GO. */
+        (void)cc_wait(l, t);
         /* Relaxed: only re-checks that nobody swapped in meanwhile. */
         if (baton_load(&l->tail, memory_order_relaxed) == t)
             break;
