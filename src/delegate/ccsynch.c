@@ -246,21 +246,30 @@ static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v)
         baton_wake_all(&n->wait); /* hashes the address: n may be reused already */
 }
 
-/* Run requests from `cur` (the caller's own node, whose request is linked)
- * along the queue, then hand the combiner role to the node we stop at. */
-static void cc_combine(cc_lock_t *l, cc_node_t *cur)
+/* Run our own request (fn, ctx, f: linked in `cur`, whose next is `next`),
+ * then the requests along the queue from `next`, then hand the combiner role
+ * to the node we stop at.  One critical-section frame for the session. */
+static void cc_combine(cc_lock_t *l, cc_node_t *next, baton_fn fn, void *ctx, baton_future_t *f)
 {
-    cc_node_t *tmp = cur, *nxt;
-    uint64_t n = 0;
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, l);
+    fn(ctx);
+    if (f)
+        baton_future_complete(f, 0);
+    cc_node_t *tmp = next, *nxt;
+    uint64_t n = 1;
+    const uint32_t limit = l->help_limit;
     /* Acquire pairs with the release store of next in cc_submit(): the
      * request in tmp is visible. */
-    while (n < l->help_limit && (nxt = baton_load(&tmp->next, memory_order_acquire)) != NULL) {
+    while (n < limit && (nxt = baton_load(&tmp->next, memory_order_acquire)) != NULL) {
         n++;
-        baton_run_op(l, tmp->fn, tmp->arg, tmp->f);
-        if (tmp != cur) /* our own node: nobody waits on it */
-            cc_publish(l, tmp, CC_DONE);
+        tmp->fn(tmp->arg);
+        if (tmp->f)
+            baton_future_complete(tmp->f, 0);
+        cc_publish(l, tmp, CC_DONE);
         tmp = nxt;
     }
+    baton_cs_leave(&frame);
     /* Relaxed: only the combiner writes the counters, and the hand-over
      * below orders successive combiners; readers take a racy snapshot. */
     baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1,
@@ -288,8 +297,7 @@ static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const voi
      * the previous swapper's release, so its node `cur` is ready for us. */
     cc_node_t *cur = baton_xchg(&l->tail, next, memory_order_acq_rel);
     if (copy) {
-        if (size)
-            memcpy(cur->args, args, size);
+        baton_copy_args(cur->args, args, size);
         ctx = cur->args;
     }
     cur->fn = fn;
@@ -301,7 +309,7 @@ static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const voi
     /* cur is ours from now on (see the ownership argument above). */
     s->spare = cur;
     if (cc_wait(l, cur) == CC_GO)
-        cc_combine(l, cur);
+        cc_combine(l, next, fn, ctx, f);
 }
 
 static int cc_execute(void *state, baton_fn fn, void *ctx)

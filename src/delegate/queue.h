@@ -134,8 +134,7 @@ static inline int qd_enqueue(qd_queue_t *q, baton_fn fn, const void *payload, si
             memcpy(arg, &f, sizeof f);
             arg += 16;
         }
-        if (psize)
-            memcpy(arg, payload, psize);
+        baton_copy_args(arg, payload, psize);
         /* Release: the entry is complete; pairs with the helper's acquire
          * load of fn. */
         baton_store(&h->fn, (uintptr_t)fn, memory_order_release);
@@ -231,8 +230,7 @@ static inline void *qd_own_ctx(const void *payload, size_t psize, uint32_t flags
         memcpy(&ctx, payload, sizeof ctx);
         return ctx;
     }
-    if (psize)
-        memcpy(copy, payload, psize);
+    baton_copy_args(copy, payload, psize);
     return copy;
 }
 
