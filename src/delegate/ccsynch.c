@@ -97,13 +97,16 @@ typedef struct cc_slot {
     _Atomic uint32_t owner;        /* 1 while a live thread owns it, 0 free */
     cc_node_t *spare;              /* the node for the owner's next operation */
     struct cc_slot *next;          /* list of every record: set before the push, never changed */
+    /* The owner's combining sessions and the requests they ran, written
+     * only by the owner (relaxed load+store), summed racily by cc_stats().
+     * Here, on the owner's own line: lock-wide counters moved to each new
+     * combiner's CPU at every session, and the hand-over store, queued
+     * behind theirs, became visible only after that transfer. */
+    _Atomic uint64_t sessions, ops;
 } __attribute__((aligned(BATON_CACHELINE))) cc_slot_t;
 
 typedef struct cc_lock {
     _Alignas(BATON_CACHELINE) _Atomic(cc_node_t *) tail;
-    /* Written by the combiner only, once per session. */
-    _Alignas(BATON_CACHELINE) _Atomic uint64_t sessions;
-    _Atomic uint64_t ops;
     /* Read-mostly. */
     _Alignas(BATON_CACHELINE) baton_wait_t wait;
     /* Threads parked, or about to park, on a node: written only by them,
@@ -165,6 +168,8 @@ static void *cc_make(baton_slot_owner_t *o)
     }
     cc_slot_t *s = cc_alloc(sizeof *s);
     atomic_init(&s->owner, 1u);
+    atomic_init(&s->sessions, 0u);
+    atomic_init(&s->ops, 0u);
     s->spare = cc_new_node(l, CC_GO); /* reset to CC_WAIT before each use */
     /* Relaxed read: the CAS below checks it. */
     cc_slot_t *h = baton_load(&l->slot_list, memory_order_relaxed);
@@ -249,7 +254,8 @@ static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v)
 /* Run our own request (fn, ctx, f: linked in `cur`, whose next is `next`),
  * then the requests along the queue from `next`, then hand the combiner role
  * to the node we stop at.  One critical-section frame for the session. */
-static void cc_combine(cc_lock_t *l, cc_node_t *next, baton_fn fn, void *ctx, baton_future_t *f)
+static void cc_combine(cc_lock_t *l, cc_slot_t *s, cc_node_t *next, baton_fn fn, void *ctx,
+                       baton_future_t *f)
 {
     baton_cs_frame_t frame;
     baton_cs_enter(&frame, l);
@@ -270,11 +276,11 @@ static void cc_combine(cc_lock_t *l, cc_node_t *next, baton_fn fn, void *ctx, ba
         tmp = nxt;
     }
     baton_cs_leave(&frame);
-    /* Relaxed: only the combiner writes the counters, and the hand-over
-     * below orders successive combiners; readers take a racy snapshot. */
-    baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1,
+    /* Relaxed: only the record's owner writes its counters; readers take a
+     * racy snapshot. */
+    baton_store(&s->sessions, baton_load(&s->sessions, memory_order_relaxed) + 1,
                 memory_order_relaxed);
-    baton_store(&l->ops, baton_load(&l->ops, memory_order_relaxed) + n, memory_order_relaxed);
+    baton_store(&s->ops, baton_load(&s->ops, memory_order_relaxed) + n, memory_order_relaxed);
     /* Hand over: tmp's owner (who may not have swapped it out of the tail
      * yet) becomes the combiner.  After this we touch nothing of the lock
      * (destroy may free it). */
@@ -309,7 +315,7 @@ static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const voi
     /* cur is ours from now on (see the ownership argument above). */
     s->spare = cur;
     if (cc_wait(l, cur) == CC_GO)
-        cc_combine(l, next, fn, ctx, f);
+        cc_combine(l, s, next, fn, ctx, f);
 }
 
 static int cc_execute(void *state, baton_fn fn, void *ctx)
@@ -329,8 +335,6 @@ static int cc_delegate(void *state, baton_fn fn, const void *args, size_t size, 
 static int cc_init(void *state, const baton_opts_t *o)
 {
     cc_lock_t *l = state;
-    atomic_init(&l->sessions, 0u);
-    atomic_init(&l->ops, 0u);
     atomic_init(&l->sleepers, 0u);
     atomic_init(&l->slot_list, NULL);
     atomic_init(&l->node_list, NULL);
@@ -388,9 +392,15 @@ static size_t cc_footprint(const baton_opts_t *o)
 static void cc_stats(void *state, baton_stats_t *out)
 {
     cc_lock_t *l = state;
-    /* Relaxed: a racy snapshot, as baton_lock_stats() documents. */
-    out->help_sessions = baton_load(&l->sessions, memory_order_relaxed);
-    out->helped_ops = baton_load(&l->ops, memory_order_relaxed);
+    uint64_t sessions = 0, ops = 0;
+    /* Acquire pairs with the release CAS that pushed each record (cc_make). */
+    for (cc_slot_t *s = baton_load(&l->slot_list, memory_order_acquire); s != NULL; s = s->next) {
+        /* Relaxed: a racy snapshot, as baton_lock_stats() documents. */
+        sessions += baton_load(&s->sessions, memory_order_relaxed);
+        ops += baton_load(&s->ops, memory_order_relaxed);
+    }
+    out->help_sessions = sessions;
+    out->helped_ops = ops;
 }
 
 /* --- registry entry ------------------------------------------------------------- */

@@ -121,9 +121,9 @@ int qd_core_destroy(qd_core_t *c)
 void qd_core_stats(qd_core_t *c, baton_stats_t *out)
 {
     /* Relaxed: a racy snapshot. */
-    out->help_sessions += atomic_load_explicit(&c->cnt.sessions, memory_order_relaxed);
-    out->helped_ops += atomic_load_explicit(&c->cnt.helped, memory_order_relaxed);
-    out->forced_locks += atomic_load_explicit(&c->cnt.forced, memory_order_relaxed);
+    out->help_sessions += atomic_load_explicit(&c->queue.cnt.sessions, memory_order_relaxed);
+    out->helped_ops += atomic_load_explicit(&c->queue.cnt.helped, memory_order_relaxed);
+    out->forced_locks += atomic_load_explicit(&c->queue.cnt.forced, memory_order_relaxed);
 }
 
 /* --- the qd kind ------------------------------------------------------------ */
@@ -218,8 +218,8 @@ static void qdt_end(qd_lock_t *l, bool keep)
     baton_store(&q->closed, 1u, memory_order_relaxed); /* relaxed: a hint */
     qd_drain_to(q, todo, &l->done, &l->helped);
     baton_store(&q->helping, 0u, memory_order_relaxed); /* relaxed: read racily by destroy */
-    qd_count(&l->core.cnt.sessions, 1);
-    qd_count(&l->core.cnt.helped, l->helped);
+    qd_count(&l->core.queue.cnt.sessions, 1);
+    qd_count(&l->core.queue.cnt.helped, l->helped);
     if (!keep)
         qd_mutex_unlock(&l->core.mutex);
 }
@@ -348,7 +348,7 @@ static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psi
             }
             if (tries >= l->core.retries) {
                 qdt_lock(l);
-                qd_count(&l->core.cnt.forced, 1);
+                qd_count(&l->core.queue.cnt.forced, 1);
                 break;
             }
             qd_retry_pause();

@@ -67,6 +67,12 @@ typedef struct qd_hdr {
 
 _Static_assert(sizeof(qd_hdr_t) == 16, "entries are 16-byte granular");
 
+/* Counters, written only by the mutex holder (relaxed load+store, no RMW),
+ * read racily by baton_lock_stats(). */
+typedef struct qd_counters {
+    _Atomic uint64_t sessions, helped, forced;
+} qd_counters_t;
+
 typedef struct qd_queue {
     /* Hammered by every delegator: a line of its own. */
     _Alignas(BATON_CACHELINE) _Atomic uint64_t counter;
@@ -77,13 +83,16 @@ typedef struct qd_queue {
     uint8_t pad;         /* every entry takes a whole line */
     uint8_t cas;         /* fetch_add emulated with a CAS loop */
     unsigned char *buf;  /* BATON_CACHELINE aligned, size bytes, zero between sessions */
+    /* On the line the helper has just written when it counts (it closed the
+     * queue): on a line of their own the counts cost every session whose
+     * helper's CPU differs from the last one's a line transfer, and the
+     * unlock store, queued behind them, became visible only after it. */
+    qd_counters_t cnt;
 } qd_queue_t;
 
-/* Counters, written only by the mutex holder (relaxed load+store, no RMW),
- * read racily by baton_lock_stats(). */
-typedef struct qd_counters {
-    _Atomic uint64_t sessions, helped, forced;
-} qd_counters_t;
+_Static_assert(offsetof(qd_queue_t, cnt) + sizeof(qd_counters_t) <=
+                   offsetof(qd_queue_t, closed) + BATON_CACHELINE,
+               "the counters share the closed hint's line");
 
 static inline void qd_count(_Atomic uint64_t *c, uint64_t n)
 {
@@ -250,7 +259,7 @@ typedef struct qd_hooks {
 /* Open the queue, run the caller's operation (fn, ctx, f), then help until
  * the queue is closed or help_limit operations have run.  The caller holds
  * the mutex. */
-static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_limit,
+static inline void qd_session(qd_queue_t *q, uint32_t help_limit,
                               const void *lock_id, const qd_hooks_t *hooks, baton_fn fn, void *ctx,
                               baton_future_t *f)
 {
@@ -306,8 +315,8 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
         hooks->after_close(hooks->arg);
     baton_cs_leave(&frame);
     baton_store(&q->helping, 0u, memory_order_relaxed); /* relaxed: as above */
-    qd_count(&cnt->sessions, 1);
-    qd_count(&cnt->helped, helped);
+    qd_count(&q->cnt.sessions, 1);
+    qd_count(&q->cnt.helped, helped);
 }
 
 /* --- the mutex ------------------------------------------------------------------
@@ -390,10 +399,8 @@ static inline int qd_mutex_is_locked(qd_mutex_t *m)
 /* A mutex, a queue and their settings: one QD lock, or one group of hqd. */
 typedef struct qd_core {
     qd_mutex_t mutex;
-
     qd_queue_t queue;
-    _Alignas(BATON_CACHELINE) qd_counters_t cnt;
-    uint32_t help_limit;
+    _Alignas(BATON_CACHELINE) uint32_t help_limit; /* read-mostly, from here on */
     uint32_t retries;
     baton_wait_t wait;
 } qd_core_t;
@@ -448,7 +455,7 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
             return QD_ENQUEUED;
         if (tries >= c->retries) {
             qd_mutex_lock(&c->mutex);
-            qd_count(&c->cnt.forced, 1);
+            qd_count(&c->queue.cnt.forced, 1);
             break;
         }
         qd_retry_pause();
@@ -457,7 +464,7 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
     void *ctx = qd_own_ctx(payload, psize, flags, copy);
     /* An execute's own future has no other reader: nothing to complete. */
-    qd_session(&c->queue, &c->cnt, c->help_limit, lock_id, hooks, fn, ctx,
+    qd_session(&c->queue, c->help_limit, lock_id, hooks, fn, ctx,
                (flags & QD_F_OWN) ? NULL : f);
     qd_mutex_unlock(&c->mutex);
     return QD_RAN;
