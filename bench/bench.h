@@ -39,16 +39,24 @@ typedef struct bench_lock {
     void (*unlock)(void *obj);  /* through baton_lock()/baton_unlock() */
     void (*rlock)(void *obj);   /* RW peers only (NULL otherwise): */
     void (*runlock)(void *obj); /* their reader mode */
+    /* Delegation peers only (NULL otherwise): the peer's own execute and
+     * delegate (bench_peer_t). */
+    void (*execute)(void *obj, baton_fn fn, void *ctx);
+    void (*delegate)(void *obj, baton_fn fn, const void *args, size_t size);
     baton_lock_t *baton;        /* baton kinds */
     const bench_peer_t *peer;   /* peers */
     /* What the workloads key on: the kind's BATON_CAP_* bits; a peer has
-     * BATON_CAP_LOCK, plus BATON_CAP_RW when it has a reader mode. */
+     * BATON_CAP_LOCK, plus BATON_CAP_RW when it has a reader mode, and a
+     * delegation peer BATON_CAP_EXECUTE | BATON_CAP_DELEGATE, plus
+     * BATON_CAP_DETACH when its delegate returns before fn has run.  A
+     * peer has no futures: workloads that use them (baton_delegate_future)
+     * check `baton` first. */
     unsigned caps;
     /* A delegation kind: its execute and delegate run operations for other
      * threads (detached, on a server, or combining), rather than being lock,
      * call, unlock.  Set for BATON_CAP_DETACH or BATON_CAP_SERVER, or when
      * the kind keeps statistics (baton_lock_stats()), since no capability
-     * bit tells a combining kind from a mutex. */
+     * bit tells a combining kind from a mutex.  Set for delegation peers. */
     bool delegates;
 } bench_lock_t;
 
@@ -157,12 +165,17 @@ static inline void bench_lock_read_release(bench_lock_t *l)
 }
 
 /* fn(ctx) under the lock: baton_execute for baton kinds (the kind's own
- * path: a delegation kind may run fn on another thread), lock, call, unlock
- * for peers.  Returns 0 or the API's error. */
+ * path: a delegation kind may run fn on another thread), a delegation
+ * peer's own execute, lock, call, unlock for the other peers.  Returns 0 or
+ * the API's error. */
 static inline int bench_execute_untimed(bench_lock_t *l, baton_fn fn, void *ctx)
 {
     if (l->baton)
         return baton_execute(l->baton, fn, ctx);
+    if (l->execute) {
+        l->execute(l->obj, fn, ctx);
+        return 0;
+    }
     l->lock(l->obj);
     fn(ctx);
     l->unlock(l->obj);
@@ -174,6 +187,22 @@ static inline int bench_execute(bench_lock_t *l, baton_fn fn, void *ctx)
     if (bench_wait_due())
         return bench_wait_sampled(BENCH_WAIT_EXECUTE, l, fn, ctx);
     return bench_execute_untimed(l, fn, ctx);
+}
+
+/* fn on a copy of args[0..size) (at most BATON_ARGS_MAX bytes):
+ * baton_delegate for baton kinds, a delegation peer's own delegate (which
+ * may return before fn has run: BATON_CAP_DETACH), else fn(args) through
+ * bench_execute.  Not timed (a detached delegate has no wait to sample).
+ * Returns 0 or the API's error. */
+static inline int bench_delegate(bench_lock_t *l, baton_fn fn, const void *args, size_t size)
+{
+    if (l->baton)
+        return baton_delegate(l->baton, fn, args, size);
+    if (l->delegate) {
+        l->delegate(l->obj, fn, args, size);
+        return 0;
+    }
+    return bench_execute(l, fn, (void *)(uintptr_t)args);
 }
 
 /* Average operations per help session from baton_lock_stats(), or -1 when

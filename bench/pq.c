@@ -16,7 +16,11 @@
  *     baton_execute();
  *   - mutex kinds (bench_lock_t.delegates false: for them delegate is lock,
  *     call, unlock anyway): both through baton_execute(); peers: lock, op,
- *     unlock.
+ *     unlock;
+ *   - delegation peers (the QD authors' library): insert through the
+ *     peer's own delegate (detached for their QD and MR-QD), extract_min
+ *     through its own execute (their delegate-and-wait), since a peer has
+ *     no futures.
  * --nd makes inserts wait on every kind (baton_execute): the paper's ND
  * variant.  Its PAD and CAS variants are lock specs (qd,pad=1 and qd,cas=1).
  *
@@ -242,7 +246,7 @@ static void pq_paths(const bench_lock_t *l, bool nd, int *ins, int *ext)
     *ins = *ext = PATH_EXECUTE;
     if (l->delegates && (l->caps & BATON_CAP_DELEGATE)) {
         *ins = PATH_DELEGATE;
-        if (l->caps & BATON_CAP_DETACH)
+        if ((l->caps & BATON_CAP_DETACH) && l->baton) /* peers have no futures */
             *ext = PATH_FUTURE;
     }
     if (nd)
@@ -352,7 +356,7 @@ static uint64_t pq_thread_main(void *state, int index, const _Atomic int *stop)
             switch (ins_path) {
             case PATH_DIRECT: pq_insert_op(&ia); break;
             case PATH_EXECUTE: rc = bench_execute(lock, pq_insert_op, &ia); break;
-            default: rc = baton_delegate(lock->baton, pq_insert_op, &ia, sizeof ia); break;
+            default: rc = bench_delegate(lock, pq_insert_op, &ia, sizeof ia); break;
             }
             if (rc == 0) {
                 me->inserts++;
@@ -510,7 +514,8 @@ static void usage(FILE *f)
             "  units of local work, then inserts a random key or extracts the minimum (1/2 each).\n"
             "  Detached delegation kinds insert with baton_delegate and extract with a future;\n"
             "  kinds that delegate but wait insert with baton_delegate and extract with\n"
-            "  baton_execute; every other kind uses baton_execute (peers: lock, op, unlock).\n"
+            "  baton_execute; every other kind uses baton_execute (peers: lock, op, unlock;\n"
+            "  delegation peers: their own delegate for insert, delegate-and-wait for extract).\n"
             "  --locks LIST         lock specs and peers, comma-separated, or all|kinds|peers|rwpeers\n"
             "                       (default: %s;\n"
             "                       those not in this build are skipped with a note)\n"
@@ -529,24 +534,29 @@ static void usage(FILE *f)
             pq_default_locks);
 }
 
-static const char *path_name(int path)
+static const char *path_name(const bench_lock_t *l, int path)
 {
     switch (path) {
-    case PATH_DELEGATE: return "baton_delegate";
+    case PATH_DELEGATE:
+        if (l->baton)
+            return "baton_delegate";
+        return (l->caps & BATON_CAP_DETACH) ? "the peer's delegate (detached)"
+                                            : "the peer's delegate (waits)";
     case PATH_FUTURE: return "baton_delegate_future + wait";
-    default: return "baton_execute";
+    default: return l->baton ? "baton_execute" : "the peer's execute (delegate and wait)";
     }
 }
 
 /* How inserts and extracts reach the heap, for the locks that do not use
- * baton_execute for both. */
+ * baton_execute (or a peer's lock, op, unlock) for both. */
 static void pq_describe(const bench_lock_t *l, const void *ctx)
 {
     const bool *nd = ctx;
     int ins, ext;
     pq_paths(l, *nd, &ins, &ext);
-    if (ins != PATH_EXECUTE || ext != PATH_EXECUTE)
-        printf("  %-24s insert: %s; extract_min: %s\n", l->spec, path_name(ins), path_name(ext));
+    if (ins != PATH_EXECUTE || ext != PATH_EXECUTE || l->execute)
+        printf("  %-24s insert: %s; extract_min: %s\n", l->spec, path_name(l, ins),
+               path_name(l, ext));
 }
 
 /* Measure the single-thread rate at local work L, unless known. */

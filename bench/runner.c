@@ -63,7 +63,14 @@ int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errle
             out->unlock = peers[i].unlock;
             out->rlock = peers[i].rlock;
             out->runlock = peers[i].runlock;
+            out->execute = peers[i].execute;
+            out->delegate = peers[i].delegate;
             out->caps = BATON_CAP_LOCK | (peers[i].rlock ? BATON_CAP_RW : 0u);
+            if (peers[i].execute) {
+                out->caps |= BATON_CAP_EXECUTE | (peers[i].delegate ? BATON_CAP_DELEGATE : 0u) |
+                             (peers[i].delegate && peers[i].detached ? BATON_CAP_DETACH : 0u);
+                out->delegates = true;
+            }
             return 0;
         }
         char names[512];

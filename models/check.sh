@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check.sh - model-check the protocol models with spin: QD (with its
-# resident helper), RCL, and the lock servers (chaining, hierarchy, leases).
+# resident helper and its mutex), CC-Synch with its park protocol, RCL, and
+# the lock servers (chaining, hierarchy, leases).
 #
 # Each check generates a verifier (spin -a), compiles it (gcc -O2) and runs
 # it in a temporary directory.  A check either must pass (no error, complete
@@ -60,6 +61,24 @@ checks=(
   "qdr/BUG_STEAL_NO_DRAIN|qd_resident.pml|fail:assertion violated|-DBUG_STEAL_NO_DRAIN|-m200000 -w21|"
   "qdr/BUG_LOCK_NO_STEAL|qd_resident.pml|fail:invalid end state|-DBUG_LOCK_NO_STEAL|-m200000 -w21|"
   "qdr/BUG_REENTER_OWN_FIRST|qd_resident.pml|fail:assertion violated .nrun>=tinv.|-DBUG_REENTER_OWN_FIRST|-m200000 -w21|"
+  "cc/base|ccsynch.pml|pass||-m200000 -w22|1 2 3 4 5 6 7"
+  "cc/exact|ccsynch.pml|pass|-DNO_WINDOW -DNO_TIMEOUT|-m200000 -w22|1 2 4 5 6 7"
+  "cc/3-threads|ccsynch.pml|pass|-DNT=3 -DK=1|-m200000 -w23|1 2 3 4 5 6 7"
+  "cc/help_limit=1|ccsynch.pml|pass|-DLIMIT=1|-m200000 -w21|2 3 5 7"
+  "cc/live|ccsynch.pml|live|-DLIVE|-m200000 -w22|"
+  "cc/BUG_NO_TIMEOUT|ccsynch.pml|fail:invalid end state|-DBUG_NO_TIMEOUT|-m200000 -w22|"
+  "cc/BUG_NO_COUNT|ccsynch.pml|fail:invalid end state|-DBUG_NO_COUNT|-m200000 -w22|"
+  "cc/BUG_NO_LOOK|ccsynch.pml|fail:invalid end state|-DBUG_NO_LOOK|-m200000 -w22|"
+  "cc/BUG_DONE_FLAG|ccsynch.pml|fail:assertion violated .!.freed.|-DBUG_DONE_FLAG|-m200000 -w22|"
+  "cc/live+BUG_NO_LOOK|ccsynch.pml|fail:acceptance cycle|-DLIVE -DBUG_NO_LOOK|-A -m200000 -w22|"
+  "qdm/base|qd_mutex.pml|pass||-m200000 -w21|1 2 3 4"
+  "qdm/exact|qd_mutex.pml|pass|-DNO_WINDOW -DNO_TIMEOUT|-m200000 -w21|1 3 4"
+  "qdm/2-threads|qd_mutex.pml|pass|-DNT=2 -DK=3|-m200000 -w20|1 2 3 4"
+  "qdm/live|qd_mutex.pml|live|-DLIVE|-m200000 -w21|"
+  "qdm/BUG_NO_TIMEOUT|qd_mutex.pml|fail:invalid end state|-DBUG_NO_TIMEOUT|-m200000 -w21|"
+  "qdm/BUG_NO_COUNT|qd_mutex.pml|fail:invalid end state|-DBUG_NO_COUNT|-m200000 -w21|"
+  "qdm/BUG_NO_WAKE|qd_mutex.pml|fail:invalid end state|-DBUG_NO_WAKE|-m200000 -w21|"
+  "qdm/live+BUG_NO_WAKE|qd_mutex.pml|fail:acceptance cycle|-DLIVE -DBUG_NO_WAKE|-A -m200000 -w21|"
   "rcl/base|rcl.pml|pass||-m200000 -w20|1 2 3 4 5"
   "rcl/post=1|rcl.pml|pass|-DPOST1|-m200000 -w20|1 2 3 4 5 6"
   "rcl/live|rcl.pml|live|-DLIVE|-m200000 -w20|"

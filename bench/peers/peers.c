@@ -66,6 +66,24 @@ static const bench_peer_t table[] = {
      bench_peer_pthread_rw_lock, bench_peer_pthread_rw_unlock,
      bench_peer_pthread_rw_rlock, bench_peer_pthread_rw_runlock},
 #endif
+#if BATON_PEER_QDLIB
+    {"peer:qdlib_qd", "qd_lock_lib (the QD paper's authors) QD lock: TATAS + delegation queue; delegates detached, waiters yield",
+     bench_peer_qdlib_qd_create, bench_peer_qdlib_qd_destroy,
+     bench_peer_qdlib_qd_lock, bench_peer_qdlib_qd_unlock, NULL, NULL,
+     bench_peer_qdlib_qd_execute, bench_peer_qdlib_qd_delegate, true},
+    {"peer:qdlib_mrqd", "qd_lock_lib MR-QD lock: QD + 64 reader groups + write barrier; RW, waiters yield",
+     bench_peer_qdlib_mrqd_create, bench_peer_qdlib_mrqd_destroy,
+     bench_peer_qdlib_mrqd_lock, bench_peer_qdlib_mrqd_unlock,
+     bench_peer_qdlib_mrqd_rlock, bench_peer_qdlib_mrqd_runlock,
+     bench_peer_qdlib_mrqd_execute, bench_peer_qdlib_mrqd_delegate, true},
+    {"peer:qdlib_ccsynch", "qd_lock_lib CC-Synch: swap-based request queue, head combines; waiters yield (FIFO)",
+     bench_peer_qdlib_ccsynch_create, bench_peer_qdlib_ccsynch_destroy,
+     bench_peer_qdlib_ccsynch_lock, bench_peer_qdlib_ccsynch_unlock, NULL, NULL,
+     bench_peer_qdlib_ccsynch_execute, bench_peer_qdlib_ccsynch_delegate, false},
+    {"peer:qdlib_mcs", "qd_lock_lib MCS lock: queue, waiters yield on their own node (FIFO)",
+     bench_peer_qdlib_mcs_create, bench_peer_qdlib_mcs_destroy,
+     bench_peer_qdlib_mcs_lock, bench_peer_qdlib_mcs_unlock},
+#endif
 #if BATON_PEER_GOMP
     {"peer:gomp", "GNU OpenMP omp_lock_t: spins (GOMP_SPINCOUNT), then sleeps (futex)",
      bench_peer_gomp_create, bench_peer_gomp_destroy,

@@ -5,10 +5,15 @@
  *
  * Readers-writer peers (rlock set) are also mutexes through their write
  * lock, so every bench can run them; the keywords of --locks keep them
- * apart ("peers": the mutex-only peers, "rwpeers": the RW ones). */
+ * apart ("peers": the mutex-only peers, "rwpeers": the RW ones).
+ *
+ * Delegation peers (execute set: the QD authors' qd_lock_lib, found with
+ * -DBATON_QDLIB_DIR) have lock and unlock too, and run the benches'
+ * execute and delegate paths through their own delegation API. */
 #ifndef BATON_BENCH_PEERS_H
 #define BATON_BENCH_PEERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -26,6 +31,15 @@ typedef struct bench_peer {
      * mutex-only peers. */
     void (*rlock)(void *lock);
     void (*runlock)(void *lock);
+    /* Delegation peers only (NULL for the others, which run a critical
+     * section as lock, call, unlock): run fn(ctx) the library's own way
+     * (perhaps on another thread), returning once it has run. */
+    void (*execute)(void *lock, void (*fn)(void *ctx), void *ctx);
+    /* Delegation peers only: run fn on a copy of args[0..size) (size at most
+     * BATON_ARGS_MAX, 64 bytes).  Returns once fn has run, or, when
+     * `detached`, as soon as the library has accepted it. */
+    void (*delegate)(void *lock, void (*fn)(void *args), const void *args, size_t size);
+    bool detached;
 } bench_peer_t;
 
 /* Every peer compiled into this build, in a fixed order. */

@@ -89,6 +89,36 @@ void bench_peer_pthread_rw_unlock(void *lock);
 void bench_peer_pthread_rw_rlock(void *lock);
 void bench_peer_pthread_rw_runlock(void *lock);
 
+/* qdlib.c: the QD paper authors' qd_lock_lib (-DBATON_QDLIB_DIR) */
+void *bench_peer_qdlib_qd_create(void);
+void bench_peer_qdlib_qd_destroy(void *lock);
+void bench_peer_qdlib_qd_lock(void *lock);
+void bench_peer_qdlib_qd_unlock(void *lock);
+void bench_peer_qdlib_qd_execute(void *lock, void (*fn)(void *), void *ctx);
+void bench_peer_qdlib_qd_delegate(void *lock, void (*fn)(void *), const void *args, size_t size);
+
+void *bench_peer_qdlib_mrqd_create(void);
+void bench_peer_qdlib_mrqd_destroy(void *lock);
+void bench_peer_qdlib_mrqd_lock(void *lock);
+void bench_peer_qdlib_mrqd_unlock(void *lock);
+void bench_peer_qdlib_mrqd_rlock(void *lock);
+void bench_peer_qdlib_mrqd_runlock(void *lock);
+void bench_peer_qdlib_mrqd_execute(void *lock, void (*fn)(void *), void *ctx);
+void bench_peer_qdlib_mrqd_delegate(void *lock, void (*fn)(void *), const void *args, size_t size);
+
+void *bench_peer_qdlib_ccsynch_create(void);
+void bench_peer_qdlib_ccsynch_destroy(void *lock);
+void bench_peer_qdlib_ccsynch_lock(void *lock);
+void bench_peer_qdlib_ccsynch_unlock(void *lock);
+void bench_peer_qdlib_ccsynch_execute(void *lock, void (*fn)(void *), void *ctx);
+void bench_peer_qdlib_ccsynch_delegate(void *lock, void (*fn)(void *), const void *args,
+                                       size_t size);
+
+void *bench_peer_qdlib_mcs_create(void);
+void bench_peer_qdlib_mcs_destroy(void *lock);
+void bench_peer_qdlib_mcs_lock(void *lock);
+void bench_peer_qdlib_mcs_unlock(void *lock);
+
 /* gomp.c */
 void *bench_peer_gomp_create(void);
 void bench_peer_gomp_destroy(void *lock);

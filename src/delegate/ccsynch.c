@@ -4,28 +4,51 @@
  * synchronization technique", PPoPP 2012): a CLH-like queue of request
  * nodes.  A thread swaps its spare node into the tail, writes its request
  * into the node it got back (the previous tail), links that node to its
- * spare, and waits on the node's `wait` word.  When the word clears, either
- * `completed` is set (a combiner ran the request) or the thread is the
- * combiner: it runs requests along the queue, its own first, until it meets
- * a node whose request is not linked yet or has run `help_limit` of them,
- * and clears that node's `wait` to hand the combiner role on.
+ * spare, and waits on the node's `wait` word.  When the word leaves
+ * CC_WAIT, either it says CC_DONE (a combiner ran the request) or CC_GO:
+ * the thread is the combiner.  It runs requests along the queue, its own
+ * first, until it meets a node whose request is not linked yet or has run
+ * `help_limit` of them, and stores CC_GO into that node's word to hand the
+ * combiner role on.  (The original keeps a separate `completed` flag that
+ * the owner reads after the wait; one word says both here, so the owner
+ * reads nothing of its node once the wait is over.)
  *
  * Node ownership (as in the original algorithm).  After announcing in
  * `cur`, the thread keeps `cur` as its spare for its next operation, and the
  * node it swapped in becomes the tail, which belongs to whoever swaps in
- * after it.  This is safe because once cur->wait is cleared nobody touches
- * cur again: the combiner reads cur->next and the request before it clears
- * cur->wait (the release in that store orders them), and a combiner that
- * stops at cur (next not linked yet) only clears wait and leaves.  The thread
- * writes cur again only after its acquire load saw wait clear.  So each node
- * is at any time either one thread's spare, or the tail, or announced and
- * awaiting its combiner; threads and nodes stay one to one, plus the
- * initial dummy tail (wait = 0).
+ * after it.  This is safe because once cur->wait leaves CC_WAIT nobody
+ * touches cur again: the combiner reads cur->next and the request before it
+ * stores the word (the release in that store orders them), and a combiner
+ * that stops at cur (next not linked yet) only stores the word and leaves.
+ * The thread writes cur again only after its acquire load saw the word
+ * change.  So each node is at any time either one thread's spare, or the
+ * tail, or announced and awaiting its combiner; threads and nodes stay one
+ * to one, plus the initial dummy tail (CC_GO).
  *
  * Each thread keeps its spare in its slot record (slots.h).  When the thread
  * exits, the record (with the spare, which no one else touches) is marked
  * free and the next new thread takes it over, so thread churn does not grow
  * the lock.  Every node is also on a list of all nodes, for destroy.
+ *
+ * Waiting and waking.  A thread waits on its node as a helper wait (the
+ * wait layer's baton_wait_helper_phase(): under spinpark it yields, since
+ * the combiner it waits for may need its CPU) and parks only after that: it
+ * counts itself in the lock's `sleepers` (seq_cst), marks its node's word
+ * with the parked bit (seq_cst CAS from CC_WAIT) and sleeps on it.  Storing
+ * a node's word (a completion, or the hand-over) is cc_publish(): a look at
+ * `sleepers`, then, if nobody sleeps, a plain release store; else an
+ * exchange, and a futex wake if the old value had the parked bit.  (The
+ * original, and baton_wait_store(), exchange every time, to see the bit: a
+ * locked instruction per request, which also stalls the combiner on the
+ * waiter's line, where a plain store retires into the store buffer.)  The
+ * look precedes the store, so one interleaving escapes it: a sleeper that
+ * counts itself after the look and parks before the store lands.  So a
+ * park has a timeout, CC_PARK_FIRST_NS doubling up to CC_PARK_MAX_NS: it
+ * bounds that stall, and any later store looks after the count.  The
+ * combiner's own node needs no completion (nobody waits on it).  After the
+ * hand-over the combiner touches neither the lock nor any node, so destroy
+ * may free them as soon as the tail's word has left CC_WAIT.
+ * models/ccsynch.pml checks this protocol.
  *
  * No lock/unlock: the combiner role is not a lock one can hold while doing
  * other things.  execute and delegate both wait until their operation has
@@ -38,15 +61,25 @@
 #include "../base/cs.h"
 #include "../base/slots.h"
 #include "../base/kind.h"
+#include "../wait/wait_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A node's word (plus BATON_WAIT_PARKED while its owner sleeps on it). */
+enum { CC_GO = 0, CC_WAIT = 1, CC_DONE = 2 };
+
+/* The first timeout of a park: the most the escaping interleaving costs
+ * (the bound fc's FC_PARK_TIMEOUT_NS gives its own lost wake-up); later
+ * ones double up to the largest, so that a long sleep wakes a few times,
+ * not thousands. */
+#define CC_PARK_FIRST_NS 100000u
+#define CC_PARK_MAX_NS 100000000u
+
 typedef struct cc_node {
-    _Atomic uint32_t wait;         /* 1 wait, 0 go (+ parked bit): the waited-on word */
-    uint32_t completed;            /* set by the combiner before it clears wait */
+    _Atomic uint32_t wait;         /* CC_WAIT, CC_GO or CC_DONE (+ parked bit) */
     _Atomic(struct cc_node *) next;
     /* The request: written by the thread that announced in this node before
      * it links next, read by the combiner after it loads next. */
@@ -64,15 +97,21 @@ typedef struct cc_slot {
     _Atomic uint32_t owner;        /* 1 while a live thread owns it, 0 free */
     cc_node_t *spare;              /* the node for the owner's next operation */
     struct cc_slot *next;          /* list of every record: set before the push, never changed */
+    /* The owner's combining sessions and the requests they ran, written
+     * only by the owner (relaxed load+store), summed racily by cc_stats().
+     * Here, on the owner's own line: lock-wide counters moved to each new
+     * combiner's CPU at every session, and the hand-over store, queued
+     * behind theirs, became visible only after that transfer. */
+    _Atomic uint64_t sessions, ops;
 } __attribute__((aligned(BATON_CACHELINE))) cc_slot_t;
 
 typedef struct cc_lock {
     _Alignas(BATON_CACHELINE) _Atomic(cc_node_t *) tail;
-    /* Written by the combiner only, once per session. */
-    _Alignas(BATON_CACHELINE) _Atomic uint64_t sessions;
-    _Atomic uint64_t ops;
     /* Read-mostly. */
     _Alignas(BATON_CACHELINE) baton_wait_t wait;
+    /* Threads parked, or about to park, on a node: written only by them,
+     * looked at before every store of a node's word. */
+    _Atomic uint32_t sleepers;
     uint32_t help_limit;
     _Atomic(cc_slot_t *) slot_list;
     _Atomic(cc_node_t *) node_list;
@@ -129,7 +168,9 @@ static void *cc_make(baton_slot_owner_t *o)
     }
     cc_slot_t *s = cc_alloc(sizeof *s);
     atomic_init(&s->owner, 1u);
-    s->spare = cc_new_node(l, 0u);
+    atomic_init(&s->sessions, 0u);
+    atomic_init(&s->ops, 0u);
+    s->spare = cc_new_node(l, CC_GO); /* reset to CC_WAIT before each use */
     /* Relaxed read: the CAS below checks it. */
     cc_slot_t *h = baton_load(&l->slot_list, memory_order_relaxed);
     do
@@ -141,8 +182,9 @@ static void *cc_make(baton_slot_owner_t *o)
 }
 
 /* The record's thread has exited.  Its spare is the node it last announced
- * in, whose wait it saw cleared: nobody touches that node any more (see the
- * ownership argument above), so record and spare go to the next thread. */
+ * in, whose word it saw leave CC_WAIT: nobody touches that node any more
+ * (see the ownership argument above), so record and spare go to the next
+ * thread. */
 static void cc_release(baton_slot_owner_t *o, void *record)
 {
     (void)o;
@@ -153,33 +195,96 @@ static void cc_release(baton_slot_owner_t *o, void *record)
 
 /* --- the algorithm -------------------------------------------------------------- */
 
-/* Run requests from `cur` (the caller's own node, whose request is linked)
- * along the queue, then hand the combiner role to the node we stop at. */
-static void cc_combine(cc_lock_t *l, cc_node_t *cur)
+/* The park (see the top of the file); returns the word's new value. */
+static uint32_t cc_park(cc_lock_t *l, cc_node_t *n)
 {
-    cc_node_t *tmp = cur, *nxt;
-    uint64_t n = 0;
+    /* seq_cst: the count precedes our CAS in the single total order, for
+     * every cc_publish() whose look comes after it. */
+    baton_fetch_add(&l->sleepers, 1u, memory_order_seq_cst);
+    uint64_t timeout = CC_PARK_FIRST_NS;
+    uint32_t v = CC_WAIT;
+    /* seq_cst CAS (its failure an acquire: pairs with cc_publish()'s
+     * release, like the load below). */
+    while (baton_cas(&n->wait, &v, CC_WAIT | BATON_WAIT_PARKED, memory_order_seq_cst,
+                     memory_order_seq_cst) ||
+           v == (CC_WAIT | BATON_WAIT_PARKED)) {
+        baton_park_timeout(&n->wait, CC_WAIT | BATON_WAIT_PARKED, timeout);
+        timeout = timeout * 2 > CC_PARK_MAX_NS ? CC_PARK_MAX_NS : timeout * 2;
+        /* Acquire: pairs with cc_publish()'s release (or exchange). */
+        v = baton_load(&n->wait, memory_order_acquire);
+        if ((v & ~BATON_WAIT_PARKED) != CC_WAIT)
+            break;
+    }
+    /* Relaxed: a cc_publish() that still counts us only exchanges in vain. */
+    baton_fetch_sub(&l->sleepers, 1u, memory_order_relaxed);
+    return v & ~BATON_WAIT_PARKED;
+}
+
+/* Wait until n->wait leaves CC_WAIT; returns CC_GO or CC_DONE.  Acquire (in
+ * every look): pairs with cc_publish()'s release, so the operation's
+ * effects, or the previous combiner's, are visible. */
+static inline uint32_t cc_wait(cc_lock_t *l, cc_node_t *n)
+{
+    /* A first look before the wait layer's call. */
+    uint32_t v = baton_load(&n->wait, memory_order_acquire) & ~BATON_WAIT_PARKED;
+    if (BATON_LIKELY(v != CC_WAIT) || baton_wait_helper_phase(&l->wait, &n->wait, CC_WAIT, &v))
+        return v;
+    return cc_park(l, n);
+}
+
+/* Store n's word (CC_DONE or CC_GO): the last touch of n, whose owner may
+ * reuse it at once.  Release: pairs with the owner's acquire in cc_wait(),
+ * which then sees the operation's effects (or, for CC_GO, everything this
+ * combiner ran). */
+static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v)
+{
+    /* Relaxed look (see the top of the file for the interleaving it cannot
+     * see, and the timeout that bounds it); no one parks under spin, yield
+     * or backoff, and then nobody counts. */
+    if (BATON_LIKELY(baton_load(&l->sleepers, memory_order_relaxed) == 0)) {
+        baton_store(&n->wait, v, memory_order_release);
+        return;
+    }
+    /* acq_rel: release as above; we must see whether the parked bit was set
+     * before our value landed. */
+    if (baton_xchg(&n->wait, v, memory_order_acq_rel) & BATON_WAIT_PARKED)
+        baton_wake_all(&n->wait); /* hashes the address: n may be reused already */
+}
+
+/* Run our own request (fn, ctx, f: linked in `cur`, whose next is `next`),
+ * then the requests along the queue from `next`, then hand the combiner role
+ * to the node we stop at.  One critical-section frame for the session. */
+static void cc_combine(cc_lock_t *l, cc_slot_t *s, cc_node_t *next, baton_fn fn, void *ctx,
+                       baton_future_t *f)
+{
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, l);
+    fn(ctx);
+    if (f)
+        baton_future_complete(f, 0);
+    cc_node_t *tmp = next, *nxt;
+    uint64_t n = 1;
+    const uint32_t limit = l->help_limit;
     /* Acquire pairs with the release store of next in cc_submit(): the
      * request in tmp is visible. */
-    while (n < l->help_limit && (nxt = baton_load(&tmp->next, memory_order_acquire)) != NULL) {
+    while (n < limit && (nxt = baton_load(&tmp->next, memory_order_acquire)) != NULL) {
         n++;
-        baton_run_op(l, tmp->fn, tmp->arg, tmp->f);
-        tmp->completed = 1;
-        /* Release (inside): pairs with the owner's acquire wait in
-         * cc_submit(), which then sees `completed` and the operation's
-         * effects.  Last touch of tmp: its owner may reuse it at once. */
-        baton_wait_store(&l->wait, &tmp->wait, 0u);
+        tmp->fn(tmp->arg);
+        if (tmp->f)
+            baton_future_complete(tmp->f, 0);
+        cc_publish(l, tmp, CC_DONE);
         tmp = nxt;
     }
-    /* Relaxed: only the combiner writes the counters, and the hand-over
-     * below orders successive combiners; readers take a racy snapshot. */
-    baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1,
+    baton_cs_leave(&frame);
+    /* Relaxed: only the record's owner writes its counters; readers take a
+     * racy snapshot. */
+    baton_store(&s->sessions, baton_load(&s->sessions, memory_order_relaxed) + 1,
                 memory_order_relaxed);
-    baton_store(&l->ops, baton_load(&l->ops, memory_order_relaxed) + n, memory_order_relaxed);
-    /* Hand over, completed left 0: tmp's owner (who may not have swapped it
-     * out of the tail yet) becomes the combiner.  Release: pairs with its
-     * acquire wait; our sessions happen before its own. */
-    baton_wait_store(&l->wait, &tmp->wait, 0u);
+    baton_store(&s->ops, baton_load(&s->ops, memory_order_relaxed) + n, memory_order_relaxed);
+    /* Hand over: tmp's owner (who may not have swapped it out of the tail
+     * yet) becomes the combiner.  After this we touch nothing of the lock
+     * (destroy may free it). */
+    cc_publish(l, tmp, CC_GO);
 }
 
 /* One operation: fn(ctx), or with `copy` fn on an inline copy of
@@ -192,15 +297,13 @@ static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const voi
     /* Relaxed: the node is ours alone until the exchange below publishes it
      * (its release covers these stores). */
     baton_store(&next->next, NULL, memory_order_relaxed);
-    baton_store(&next->wait, 1u, memory_order_relaxed);
-    next->completed = 0;
+    baton_store(&next->wait, CC_WAIT, memory_order_relaxed);
     /* acq_rel: release publishes next's fields to the thread that swaps in
      * after us (and, through our link, to the combiner); acquire pairs with
      * the previous swapper's release, so its node `cur` is ready for us. */
     cc_node_t *cur = baton_xchg(&l->tail, next, memory_order_acq_rel);
     if (copy) {
-        if (size)
-            memcpy(cur->args, args, size);
+        baton_copy_args(cur->args, args, size);
         ctx = cur->args;
     }
     cur->fn = fn;
@@ -211,11 +314,8 @@ static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const voi
     baton_store(&cur->next, next, memory_order_release);
     /* cur is ours from now on (see the ownership argument above). */
     s->spare = cur;
-    /* Acquire inside: pairs with the combiner's release in cc_combine(). */
-    (void)baton_wait_while_eq(&l->wait, &cur->wait, 1u);
-    if (cur->completed)
-        return;
-    cc_combine(l, cur);
+    if (cc_wait(l, cur) == CC_GO)
+        cc_combine(l, s, next, fn, ctx, f);
 }
 
 static int cc_execute(void *state, baton_fn fn, void *ctx)
@@ -235,14 +335,13 @@ static int cc_delegate(void *state, baton_fn fn, const void *args, size_t size, 
 static int cc_init(void *state, const baton_opts_t *o)
 {
     cc_lock_t *l = state;
-    atomic_init(&l->sessions, 0u);
-    atomic_init(&l->ops, 0u);
+    atomic_init(&l->sleepers, 0u);
     atomic_init(&l->slot_list, NULL);
     atomic_init(&l->node_list, NULL);
     l->wait = o->wait;
     l->help_limit = (uint32_t)o->value[0];
-    /* The dummy tail: wait = 0, so the first thread to arrive combines. */
-    atomic_init(&l->tail, cc_new_node(l, 0u));
+    /* The dummy tail: CC_GO, so the first thread to arrive combines. */
+    atomic_init(&l->tail, cc_new_node(l, CC_GO));
     l->slots.make = cc_make;
     l->slots.release = cc_release;
     return baton_slot_owner_register(&l->slots);
@@ -252,16 +351,17 @@ static int cc_destroy(void *state)
 {
     cc_lock_t *l = state;
     /* Let operations in flight finish: the queue is idle when the tail's
-     * wait is clear (the last combiner cleared it and nobody swapped in
-     * since, or the tail is the dummy).  A tail still waiting belongs to an
+     * word has left CC_WAIT (the last combiner handed over to it and nobody
+     * swapped in since, or the tail is the dummy).  A tail still waiting belongs to an
      * operation that will finish. */
     for (;;) {
         /* Acquire pairs with the release of the last exchange of the tail. */
         cc_node_t *t = baton_load(&l->tail, memory_order_acquire);
-        /* Acquire inside: pairs with the last combiner's release. */
-        if (baton_wait_while_eq(&l->wait, &t->wait, 1u) == 0 &&
-            /* Relaxed: only re-checks that nobody swapped in meanwhile. */
-            baton_load(&l->tail, memory_order_relaxed) == t)
+        /* Acquire inside: pairs with the last combiner's hand-over.  The
+         * dummy tail, and a tail handed over, say CC_GO. */
+        (void)cc_wait(l, t);
+        /* Relaxed: only re-checks that nobody swapped in meanwhile. */
+        if (baton_load(&l->tail, memory_order_relaxed) == t)
             break;
     }
     /* After this no exiting thread calls cc_release() on our records. */
@@ -292,9 +392,15 @@ static size_t cc_footprint(const baton_opts_t *o)
 static void cc_stats(void *state, baton_stats_t *out)
 {
     cc_lock_t *l = state;
-    /* Relaxed: a racy snapshot, as baton_lock_stats() documents. */
-    out->help_sessions = baton_load(&l->sessions, memory_order_relaxed);
-    out->helped_ops = baton_load(&l->ops, memory_order_relaxed);
+    uint64_t sessions = 0, ops = 0;
+    /* Acquire pairs with the release CAS that pushed each record (cc_make). */
+    for (cc_slot_t *s = baton_load(&l->slot_list, memory_order_acquire); s != NULL; s = s->next) {
+        /* Relaxed: a racy snapshot, as baton_lock_stats() documents. */
+        sessions += baton_load(&s->sessions, memory_order_relaxed);
+        ops += baton_load(&s->ops, memory_order_relaxed);
+    }
+    out->help_sessions = sessions;
+    out->helped_ops = ops;
 }
 
 /* --- registry entry ------------------------------------------------------------- */

@@ -32,11 +32,14 @@
  *   num_rep=<n>        traversals per combining session (default 4096)
  *   rep_threshold=<n>  stop after a traversal that ran fewer (default 1)
  *   help_limit=<n>     operations per session at most (default 4096)
- * The wait policy (default spinpark) is how waiters and lock() wait.
+ * The wait policy (default spinpark) is how waiters and lock() wait; a
+ * waiter waits as a helper wait (wait_internal.h: under spinpark it yields
+ * where spinpark would spin, since the combiner may need its CPU).
  */
 #include "../base/cs.h"
 #include "../base/slots.h"
 #include "../base/kind.h"
+#include "../wait/wait_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -201,8 +204,10 @@ static void fc_wait(fc_lock_t *l, fc_rec_t *r)
     /* Release: pairs with the combiner's acquire in fc_pending(), which
      * then sees fn, arg, f and the argument copy. */
     baton_store(&r->state, FC_PENDING, memory_order_release);
-    baton_waiter_t s;
-    baton_waiter_init(&s, &l->wait);
+    /* A helper wait (wait_internal.h): under spinpark we yield where
+     * spinpark would spin, since the combiner may need our CPU. */
+    baton_helper_waiter_t s;
+    baton_helper_waiter_init(&s, &l->wait);
     for (;;) {
         /* Acquire pairs with the release in fc_run(). */
         uint32_t st = baton_load(&r->state, memory_order_acquire);
@@ -214,7 +219,7 @@ static void fc_wait(fc_lock_t *l, fc_rec_t *r)
             fc_drop_combiner(l);
             continue; /* a session runs its combiner's request first: ours is done */
         }
-        if (baton_waiter_pause(&s, &r->state, st))
+        if (baton_helper_pause(&s, &r->state, st))
             continue;
         /* Park, but only for a while.  Nobody wakes us when the combiner
          * lock is released: a combiner may finish its last traversal just

@@ -72,7 +72,7 @@ static void k_lock(void *s)
     hqd_lock_t *l = s;
     uint32_t g;
     qd_core_t *c = my_group(l, &g);
-    baton_ttas_lock(&c->mutex);
+    qd_mutex_lock(&c->mutex);
     baton_clh_lock(&l->global);
     l->held_group = g; /* written by the holder, read by it or its releaser */
 }
@@ -82,10 +82,10 @@ static int k_trylock(void *s)
     hqd_lock_t *l = s;
     uint32_t g;
     qd_core_t *c = my_group(l, &g);
-    if (baton_ttas_trylock(&c->mutex) != 0)
+    if (qd_mutex_trylock(&c->mutex) != 0)
         return EBUSY;
     if (baton_clh_trylock(&l->global) != 0) {
-        baton_ttas_unlock(&c->mutex);
+        qd_mutex_unlock(&c->mutex);
         return EBUSY;
     }
     l->held_group = g;
@@ -100,12 +100,12 @@ static int k_timedlock(void *s, const baton_deadline_t *d)
     hqd_lock_t *l = s;
     uint32_t g;
     qd_core_t *c = my_group(l, &g);
-    int rc = baton_ttas_timedlock(&c->mutex, d);
+    int rc = qd_mutex_timedlock(&c->mutex, d);
     if (rc != 0)
         return rc;
     rc = baton_clh_timedlock(&l->global, d);
     if (rc != 0) {
-        baton_ttas_unlock(&c->mutex);
+        qd_mutex_unlock(&c->mutex);
         return rc;
     }
     l->held_group = g;
@@ -119,7 +119,7 @@ static int unlock_by(hqd_lock_t *l, int (*release_global)(baton_clh_t *))
     int rc = release_global(&l->global);
     if (rc != 0)
         return rc; /* not the holder: EPERM, nothing released */
-    return baton_ttas_unlock(&c->mutex);
+    return qd_mutex_unlock(&c->mutex);
 }
 
 static int k_unlock(void *s) { return unlock_by(s, baton_clh_unlock); }
@@ -187,13 +187,13 @@ static int k_destroy(void *s)
         /* A helper may be finishing its batch: wait for every group. */
         for (uint32_t g = 0; g < l->ngroups; g++) {
             qd_core_t *c = &l->groups[g];
-            while (baton_ttas_trylock(&c->mutex) != 0) {
+            while (qd_mutex_trylock(&c->mutex) != 0) {
                 /* Relaxed: a racy look to choose between waiting and EBUSY. */
                 if (!baton_load(&c->queue.helping, memory_order_relaxed))
                     return EBUSY;
                 sched_yield();
             }
-            baton_ttas_unlock(&c->mutex);
+            qd_mutex_unlock(&c->mutex);
         }
         if (baton_clh_is_locked(&l->global))
             return EBUSY;

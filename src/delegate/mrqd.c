@@ -80,18 +80,18 @@ static int mrqd_tryrlock(void *s)
 static void k_lock(void *s)
 {
     mrqd_lock_t *l = s;
-    baton_ttas_lock(&l->qd.mutex);
+    qd_mutex_lock(&l->qd.mutex);
     wait_readers(l);
 }
 
 static int k_trylock(void *s)
 {
     mrqd_lock_t *l = s;
-    if (baton_ttas_trylock(&l->qd.mutex) != 0)
+    if (qd_mutex_trylock(&l->qd.mutex) != 0)
         return EBUSY;
     ri_writer_mark(&l->qd.mutex.word);
     if (ri_query(&l->readers)) {
-        baton_ttas_unlock(&l->qd.mutex);
+        qd_mutex_unlock(&l->qd.mutex);
         return EBUSY;
     }
     return 0;
@@ -102,12 +102,12 @@ static int k_trylock(void *s)
 static int k_timedlock(void *s, const baton_deadline_t *d)
 {
     mrqd_lock_t *l = s;
-    int rc = baton_ttas_timedlock(&l->qd.mutex, d);
+    int rc = qd_mutex_timedlock(&l->qd.mutex, d);
     if (rc != 0)
         return rc;
     ri_writer_mark(&l->qd.mutex.word);
     if (!ri_wait_empty_until(&l->readers, &l->qd.wait, d)) {
-        baton_ttas_unlock(&l->qd.mutex);
+        qd_mutex_unlock(&l->qd.mutex);
         return ETIMEDOUT;
     }
     return 0;
@@ -120,8 +120,8 @@ static int k_timedrlock(void *s, const baton_deadline_t *d)
     return ri_timedrlock(&l->readers, &l->qd.mutex.word, &l->write_barrier, l->read_patience, &l->qd.wait, d);
 }
 
-static int k_unlock(void *s) { return baton_ttas_unlock(&((mrqd_lock_t *)s)->qd.mutex); }
-static int k_is_locked(void *s) { return baton_ttas_is_locked(&((mrqd_lock_t *)s)->qd.mutex); }
+static int k_unlock(void *s) { return qd_mutex_unlock(&((mrqd_lock_t *)s)->qd.mutex); }
+static int k_is_locked(void *s) { return qd_mutex_is_locked(&((mrqd_lock_t *)s)->qd.mutex); }
 static int k_has_readers(void *s) { return ri_query(&((mrqd_lock_t *)s)->readers); }
 
 /* --- registry entry ------------------------------------------------------- */

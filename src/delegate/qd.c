@@ -48,15 +48,81 @@ void qd_queue_destroy(qd_queue_t *q)
     q->buf = NULL;
 }
 
+/* The mutex's slow path (queue.h says why it parks as it does). */
+void qd_mutex_lock_slow(qd_mutex_t *m)
+{
+    /* First as a helper wait: the holder runs operations and may need our
+     * CPU (under spinpark: yield where spinpark would spin). */
+    baton_helper_waiter_t h;
+    baton_helper_waiter_init(&h, &m->wait);
+    for (;;) {
+        if (qd_mutex_trylock(m) == 0)
+            return;
+        if (!baton_helper_pause(&h, &m->word, 1u))
+            break;
+    }
+    /* seq_cst: the count precedes our look at the word, for every unlock
+     * that looks at the count after it. */
+    baton_fetch_add(&m->sleepers, 1u, memory_order_seq_cst);
+    uint64_t timeout = QD_PARK_FIRST_NS;
+    for (;;) {
+        uint32_t expected = 0;
+        /* seq_cst look and CAS (the CAS also an acquire: pairs with the
+         * unlock's release): our half of the pattern with the unlock. */
+        if (baton_load(&m->word, memory_order_seq_cst) == 0 &&
+            baton_cas(&m->word, &expected, 1u, memory_order_seq_cst, memory_order_relaxed))
+            break;
+        baton_park_timeout(&m->word, 1u, timeout);
+        timeout = timeout * 2 > QD_PARK_MAX_NS ? QD_PARK_MAX_NS : timeout * 2;
+    }
+    /* Relaxed: an unlock that still counts us only wakes someone in vain. */
+    baton_fetch_sub(&m->sleepers, 1u, memory_order_relaxed);
+}
+
+int qd_mutex_timedlock(qd_mutex_t *m, const baton_deadline_t *d)
+{
+    /* As qd_mutex_lock_slow(), with the deadline checked before every
+     * pause and every park bounded by it. */
+    baton_helper_waiter_t h;
+    baton_helper_waiter_init(&h, &m->wait);
+    for (;;) {
+        if (qd_mutex_trylock(m) == 0)
+            return 0;
+        if (baton_deadline_left(d) == 0)
+            return ETIMEDOUT;
+        if (!baton_helper_pause(&h, &m->word, 1u))
+            break;
+    }
+    /* seq_cst: as in qd_mutex_lock_slow(). */
+    baton_fetch_add(&m->sleepers, 1u, memory_order_seq_cst);
+    uint64_t timeout = QD_PARK_FIRST_NS;
+    int rc = 0;
+    for (;;) {
+        uint32_t expected = 0;
+        /* seq_cst look and CAS: as in qd_mutex_lock_slow(). */
+        if (baton_load(&m->word, memory_order_seq_cst) == 0 &&
+            baton_cas(&m->word, &expected, 1u, memory_order_seq_cst, memory_order_relaxed))
+            break;
+        if (baton_deadline_left(d) == 0) {
+            rc = ETIMEDOUT;
+            break;
+        }
+        baton_park_for(&m->word, 1u, timeout, d);
+        timeout = timeout * 2 > QD_PARK_MAX_NS ? QD_PARK_MAX_NS : timeout * 2;
+    }
+    /* Relaxed: as in qd_mutex_lock_slow(). */
+    baton_fetch_sub(&m->sleepers, 1u, memory_order_relaxed);
+    return rc;
+}
+
 int qd_core_init(qd_core_t *c, const baton_opts_t *o)
 {
     if (o->value[QD_OPT_QUEUE] % BATON_CACHELINE)
         return baton_fail(EINVAL, "queue=%llu is not a multiple of %d bytes",
                           (unsigned long long)o->value[QD_OPT_QUEUE], BATON_CACHELINE);
-    int rc = baton_ttas_init(&c->mutex, &o->wait);
-    if (rc)
-        return rc;
+    qd_mutex_init(&c->mutex, &o->wait);
     c->wait = o->wait;
+
     c->help_limit = (uint32_t)o->value[QD_OPT_HELP];
     c->retries = (uint32_t)o->value[QD_OPT_RETRIES];
     return qd_queue_init(&c->queue, (uint32_t)o->value[QD_OPT_QUEUE], o->value[QD_OPT_PAD] != 0,
@@ -76,24 +142,24 @@ int qd_core_destroy(qd_core_t *c)
      * lock() is misuse: EBUSY. */
     baton_waiter_t w;
     baton_waiter_init(&w, &c->wait);
-    while (baton_ttas_trylock(&c->mutex) != 0) {
+    while (qd_mutex_trylock(&c->mutex) != 0) {
         /* Relaxed: a racy look to choose between waiting and EBUSY. */
         if (!baton_load(&c->queue.helping, memory_order_relaxed))
             return EBUSY;
         if (!baton_waiter_pause(&w, NULL, 0))
             sched_yield();
     }
-    baton_ttas_unlock(&c->mutex);
+    qd_mutex_unlock(&c->mutex);
     qd_queue_destroy(&c->queue);
-    return baton_ttas_destroy(&c->mutex);
+    return 0;
 }
 
 void qd_core_stats(qd_core_t *c, baton_stats_t *out)
 {
     /* Relaxed: a racy snapshot. */
-    out->help_sessions += atomic_load_explicit(&c->cnt.sessions, memory_order_relaxed);
-    out->helped_ops += atomic_load_explicit(&c->cnt.helped, memory_order_relaxed);
-    out->forced_locks += atomic_load_explicit(&c->cnt.forced, memory_order_relaxed);
+    out->help_sessions += atomic_load_explicit(&c->queue.cnt.sessions, memory_order_relaxed);
+    out->helped_ops += atomic_load_explicit(&c->queue.cnt.helped, memory_order_relaxed);
+    out->forced_locks += atomic_load_explicit(&c->queue.cnt.forced, memory_order_relaxed);
 }
 
 /* --- the qd kind ------------------------------------------------------------ */
@@ -188,10 +254,10 @@ static void qdt_end(qd_lock_t *l, bool keep)
     baton_store(&q->closed, 1u, memory_order_relaxed); /* relaxed: a hint */
     qd_drain_to(q, todo, &l->done, &l->helped);
     baton_store(&q->helping, 0u, memory_order_relaxed); /* relaxed: read racily by destroy */
-    qd_count(&l->core.cnt.sessions, 1);
-    qd_count(&l->core.cnt.helped, l->helped);
+    qd_count(&l->core.queue.cnt.sessions, 1);
+    qd_count(&l->core.queue.cnt.helped, l->helped);
     if (!keep)
-        baton_ttas_unlock(&l->core.mutex);
+        qd_mutex_unlock(&l->core.mutex);
 }
 
 /* Open a fresh session (we just took the mutex). */
@@ -216,7 +282,7 @@ static void qdt_leave(qd_lock_t *l, uintptr_t token)
     for (;;) {
         bool over = l->helped >= l->core.help_limit || l->tenure_ns == 0 ||
                     /* Relaxed: a hint that lock() callers wait. */
-                    baton_load(&l->core.mutex.word, memory_order_relaxed) == 2u;
+                    baton_load(&l->core.mutex.sleepers, memory_order_relaxed) != 0;
         if (!over && ++l->calls % QD_CLOCK_EVERY == 0)
             over = baton_now_ns() >= l->tenure_end;
         if (over) {
@@ -278,7 +344,7 @@ static void qdt_after_enqueue(qd_lock_t *l, uintptr_t token)
         qdt_take_over(l, false);
 }
 
-/* Take the mutex for lock() or the forced path: like baton_ttas_lock, but
+/* Take the mutex for lock() or the forced path: like qd_mutex_lock(), but
  * taking an away resident's session over, and never parking while a
  * resident may be away (it would wake no one). */
 static void qdt_lock(qd_lock_t *l)
@@ -287,7 +353,7 @@ static void qdt_lock(qd_lock_t *l)
     baton_waiter_t w;
     baton_waiter_init(&w, &l->core.wait);
     for (;;) {
-        if (baton_ttas_trylock(&l->core.mutex) == 0)
+        if (qd_mutex_trylock(&l->core.mutex) == 0)
             return;
         /* seq_cst: as in qdt_after_enqueue. */
         uintptr_t r = baton_load(&l->resident, memory_order_seq_cst);
@@ -310,7 +376,7 @@ static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psi
                    baton_cas(&l->resident, &away, token, memory_order_acquire, memory_order_relaxed);
     if (!reenter) {
         for (unsigned tries = 0;; tries++) {
-            if (baton_ttas_trylock(&l->core.mutex) == 0)
+            if (qd_mutex_trylock(&l->core.mutex) == 0)
                 break;
             if (qd_enqueue(&l->core.queue, fn, payload, psize, flags, f) == QD_OK) {
                 qdt_after_enqueue(l, token);
@@ -318,10 +384,10 @@ static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psi
             }
             if (tries >= l->core.retries) {
                 qdt_lock(l);
-                qd_count(&l->core.cnt.forced, 1);
+                qd_count(&l->core.queue.cnt.forced, 1);
                 break;
             }
-            qd_retry_pause(tries);
+            qd_retry_pause();
         }
         qdt_open(l, token);
     }
@@ -393,7 +459,7 @@ static void k_lock(void *s)
 {
     qd_lock_t *l = s;
     if (!l->tenure_ns)
-        baton_ttas_lock(&l->core.mutex);
+        qd_mutex_lock(&l->core.mutex);
     else
         qdt_lock(l);
 }
@@ -401,7 +467,7 @@ static void k_lock(void *s)
 static int k_trylock(void *s)
 {
     qd_lock_t *l = s;
-    if (baton_ttas_trylock(&l->core.mutex) == 0)
+    if (qd_mutex_trylock(&l->core.mutex) == 0)
         return 0;
     /* An away session is not "held" from any caller's point of view (its
      * resident is outside the lock, perhaps gone): take it over, run what
@@ -423,12 +489,12 @@ static int k_timedlock(void *s, const baton_deadline_t *d)
 {
     qd_lock_t *l = s;
     if (!l->tenure_ns)
-        return baton_ttas_timedlock(&l->core.mutex, d);
+        return qd_mutex_timedlock(&l->core.mutex, d);
     const uintptr_t token = baton_self_token();
     baton_waiter_t w;
     baton_waiter_init(&w, &l->core.wait);
     for (;;) {
-        if (baton_ttas_trylock(&l->core.mutex) == 0)
+        if (qd_mutex_trylock(&l->core.mutex) == 0)
             return 0;
         /* seq_cst: as in qdt_after_enqueue. */
         if (qdt_steal(l, baton_load(&l->resident, memory_order_seq_cst), token)) {
@@ -440,8 +506,8 @@ static int k_timedlock(void *s, const baton_deadline_t *d)
     }
 }
 
-static int k_unlock(void *s) { return baton_ttas_unlock(&((qd_lock_t *)s)->core.mutex); }
-static int k_is_locked(void *s) { return baton_ttas_is_locked(&((qd_lock_t *)s)->core.mutex); }
+static int k_unlock(void *s) { return qd_mutex_unlock(&((qd_lock_t *)s)->core.mutex); }
+static int k_is_locked(void *s) { return qd_mutex_is_locked(&((qd_lock_t *)s)->core.mutex); }
 static void k_stats(void *s, baton_stats_t *out) { qd_core_stats(&((qd_lock_t *)s)->core, out); }
 
 const baton_kind_t baton_kind_qd = {

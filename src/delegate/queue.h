@@ -1,7 +1,7 @@
 /* queue.h - the queue-delegation core shared by qd, mrqd and hqd.
  *
- * A QD lock is a mutual-exclusion lock (here baton_ttas_t, so that plain
- * lock() waits through the lock's policy) plus a delegation queue, a
+ * A QD lock is a mutual-exclusion lock (qd_mutex_t, below: plain lock()
+ * waits through the lock's policy) plus a delegation queue, a
  * tantrum queue: enqueue may answer CLOSED.  Whoever takes the mutex opens
  * the queue, runs its own operation, then runs what others enqueued
  * meanwhile (flush) until the queue is closed, and unlocks.  Whoever finds
@@ -46,8 +46,9 @@
 
 #include "../base/cs.h"
 #include "../base/kind.h"
+#include "../wait/wait_internal.h"
 
-#include <baton/ttas.h>
+#include <errno.h>
 #include <sched.h>
 
 #define QD_END ((uintptr_t)1)
@@ -66,6 +67,12 @@ typedef struct qd_hdr {
 
 _Static_assert(sizeof(qd_hdr_t) == 16, "entries are 16-byte granular");
 
+/* Counters, written only by the mutex holder (relaxed load+store, no RMW),
+ * read racily by baton_lock_stats(). */
+typedef struct qd_counters {
+    _Atomic uint64_t sessions, helped, forced;
+} qd_counters_t;
+
 typedef struct qd_queue {
     /* Hammered by every delegator: a line of its own. */
     _Alignas(BATON_CACHELINE) _Atomic uint64_t counter;
@@ -76,13 +83,16 @@ typedef struct qd_queue {
     uint8_t pad;         /* every entry takes a whole line */
     uint8_t cas;         /* fetch_add emulated with a CAS loop */
     unsigned char *buf;  /* BATON_CACHELINE aligned, size bytes, zero between sessions */
+    /* On the line the helper has just written when it counts (it closed the
+     * queue): on a line of their own the counts cost every session whose
+     * helper's CPU differs from the last one's a line transfer, and the
+     * unlock store, queued behind them, became visible only after it. */
+    qd_counters_t cnt;
 } qd_queue_t;
 
-/* Counters, written only by the mutex holder (relaxed load+store, no RMW),
- * read racily by baton_lock_stats(). */
-typedef struct qd_counters {
-    _Atomic uint64_t sessions, helped, forced;
-} qd_counters_t;
+_Static_assert(offsetof(qd_queue_t, cnt) + sizeof(qd_counters_t) <=
+                   offsetof(qd_queue_t, closed) + BATON_CACHELINE,
+               "the counters share the closed hint's line");
 
 static inline void qd_count(_Atomic uint64_t *c, uint64_t n)
 {
@@ -133,8 +143,7 @@ static inline int qd_enqueue(qd_queue_t *q, baton_fn fn, const void *payload, si
             memcpy(arg, &f, sizeof f);
             arg += 16;
         }
-        if (psize)
-            memcpy(arg, payload, psize);
+        baton_copy_args(arg, payload, psize);
         /* Release: the entry is complete; pairs with the helper's acquire
          * load of fn. */
         baton_store(&h->fn, (uintptr_t)fn, memory_order_release);
@@ -230,8 +239,7 @@ static inline void *qd_own_ctx(const void *payload, size_t psize, uint32_t flags
         memcpy(&ctx, payload, sizeof ctx);
         return ctx;
     }
-    if (psize)
-        memcpy(copy, payload, psize);
+    baton_copy_args(copy, payload, psize);
     return copy;
 }
 
@@ -251,7 +259,7 @@ typedef struct qd_hooks {
 /* Open the queue, run the caller's operation (fn, ctx, f), then help until
  * the queue is closed or help_limit operations have run.  The caller holds
  * the mutex. */
-static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_limit,
+static inline void qd_session(qd_queue_t *q, uint32_t help_limit,
                               const void *lock_id, const qd_hooks_t *hooks, baton_fn fn, void *ctx,
                               baton_future_t *f)
 {
@@ -289,7 +297,8 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
             baton_store(&q->closed, 1u, memory_order_relaxed);
             final = full = true;
         }
-        qd_drain_to(q, todo, &done, &helped);
+        if (todo > done)
+            qd_drain_to(q, todo, &done, &helped);
         if (!final)
             continue;
         if (full && helped < help_limit) {
@@ -306,16 +315,94 @@ static inline void qd_session(qd_queue_t *q, qd_counters_t *cnt, uint32_t help_l
         hooks->after_close(hooks->arg);
     baton_cs_leave(&frame);
     baton_store(&q->helping, 0u, memory_order_relaxed); /* relaxed: as above */
-    qd_count(&cnt->sessions, 1);
-    qd_count(&cnt->helped, helped);
+    qd_count(&q->cnt.sessions, 1);
+    qd_count(&q->cnt.helped, helped);
+}
+
+/* --- the mutex ------------------------------------------------------------------
+ *
+ * `word` 0 free, 1 held; `sleepers` the threads parked, or about to park, on
+ * it (lock() callers and delegators past their starvation bound; a helper
+ * never sleeps here).  Every help session ends with an unlock, so the unlock
+ * is the hot path: it looks at `sleepers` and, when nobody sleeps, releases
+ * with a plain store.  (baton_ttas_t's futex protocol releases with an
+ * exchange, to see a sleeper's mark in the word itself: a locked
+ * instruction, which on the project's VM cost qd a quarter of its
+ * uncontended rate, and which the QD authors' lock, which never parks, does
+ * not pay.)  A sleeper counts itself (seq_cst) before it looks at the word
+ * (seq_cst) and parks; an unlock that finds sleepers stores, then wakes one.
+ * The unlock's look precedes its store, so one interleaving escapes it: a
+ * sleeper that counts itself after the look and parks before the store
+ * lands.  So every park has a timeout, QD_PARK_FIRST_NS doubling up to
+ * QD_PARK_MAX_NS: it bounds that stall, and every later unlock sees the
+ * count.  models/qd_mutex.pml checks this protocol. */
+typedef struct qd_mutex {
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t word;
+    _Atomic uint32_t sleepers; /* on the line the unlock writes: its look costs nothing */
+    baton_wait_t wait;
+} qd_mutex_t;
+
+/* The first timeout of a park: the most the escaping interleaving costs (the
+ * bound fc's FC_PARK_TIMEOUT_NS gives its own lost wake-up); later ones
+ * double up to the largest, so that a long sleep wakes a few times, not
+ * thousands. */
+#define QD_PARK_FIRST_NS 100000u
+#define QD_PARK_MAX_NS 100000000u
+
+static inline void qd_mutex_init(qd_mutex_t *m, const baton_wait_t *w)
+{
+    atomic_init(&m->word, 0u);
+    atomic_init(&m->sleepers, 0u);
+    m->wait = *w;
+}
+
+static inline int qd_mutex_trylock(qd_mutex_t *m)
+{
+    /* Test first so a failing trylock does not take the line exclusive.
+     * Acquire (CAS): pairs with the release store of qd_mutex_unlock(). */
+    if (baton_load(&m->word, memory_order_relaxed) != 0)
+        return EBUSY;
+    uint32_t expected = 0;
+    return baton_cas(&m->word, &expected, 1u, memory_order_acquire, memory_order_relaxed) ? 0
+                                                                                        : EBUSY;
+}
+
+/* Wait by the policy, then park (qd.c). */
+void qd_mutex_lock_slow(qd_mutex_t *m);
+/* The same until d: 0, or ETIMEDOUT with the mutex not taken (qd.c). */
+int qd_mutex_timedlock(qd_mutex_t *m, const baton_deadline_t *d);
+
+static inline void qd_mutex_lock(qd_mutex_t *m)
+{
+    uint32_t expected = 0;
+    /* Acquire: as in qd_mutex_trylock(). */
+    if (BATON_LIKELY(baton_cas(&m->word, &expected, 1u, memory_order_acquire, memory_order_relaxed)))
+        return;
+    qd_mutex_lock_slow(m);
+}
+
+static inline int qd_mutex_unlock(qd_mutex_t *m)
+{
+    /* Relaxed look: see above for the interleaving it cannot see, and the
+     * timeout that bounds it. */
+    const bool sleepers = baton_load(&m->sleepers, memory_order_relaxed) != 0;
+    /* Release: pairs with the acquire CAS of the next holder. */
+    baton_store(&m->word, 0u, memory_order_release);
+    if (BATON_UNLIKELY(sleepers))
+        baton_wake_one(&m->word);
+    return 0;
+}
+
+static inline int qd_mutex_is_locked(qd_mutex_t *m)
+{
+    return baton_load(&m->word, memory_order_relaxed) != 0; /* relaxed: a snapshot */
 }
 
 /* A mutex, a queue and their settings: one QD lock, or one group of hqd. */
 typedef struct qd_core {
-    baton_ttas_t mutex;
+    qd_mutex_t mutex;
     qd_queue_t queue;
-    _Alignas(BATON_CACHELINE) qd_counters_t cnt;
-    uint32_t help_limit;
+    _Alignas(BATON_CACHELINE) uint32_t help_limit; /* read-mostly, from here on */
     uint32_t retries;
     baton_wait_t wait;
 } qd_core_t;
@@ -339,17 +426,17 @@ size_t qd_core_footprint(const baton_opts_t *o);
 int qd_core_destroy(qd_core_t *c);
 void qd_core_stats(qd_core_t *c, baton_stats_t *out);
 
-/* Pause between a failed try_lock and enqueue and the next attempt: spin a
- * little at first (the queue usually reopens within a session's round),
- * then yield the CPU (the helper may be preempted). */
-static inline void qd_retry_pause(unsigned tries)
+/* Pause between a failed try_lock and enqueue and the next attempt: give
+ * the CPU away (sched_yield).  What we wait for, the queue reopening or the
+ * mutex coming free, is another thread's doing, and where threads
+ * outnumber CPUs that thread may be waiting for ours; where they do not, a
+ * yield with nothing else to run returns within about a microsecond, and
+ * meanwhile we leave the mutex's and the queue's lines alone (a spinning
+ * retry pulls them over at every look, so the holder pays a line transfer
+ * per session).  The starvation bound (`retries`) counts these pauses. */
+static inline void qd_retry_pause(void)
 {
-    if (tries < 4u) {
-        for (unsigned i = 0; i < (8u << tries); i++)
-            baton_cpu_relax();
-    } else {
-        sched_yield();
-    }
+    sched_yield();
 }
 
 /* One delegated operation: help if the mutex is free, else enqueue; after
@@ -364,24 +451,24 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
                             baton_future_t *f)
 {
     for (unsigned tries = 0;; tries++) {
-        if (baton_ttas_trylock(&c->mutex) == 0)
+        if (qd_mutex_trylock(&c->mutex) == 0)
             break;
         if (qd_enqueue(&c->queue, fn, payload, psize, flags, f) == QD_OK)
             return QD_ENQUEUED;
         if (tries >= c->retries) {
-            baton_ttas_lock(&c->mutex);
-            qd_count(&c->cnt.forced, 1);
+            qd_mutex_lock(&c->mutex);
+            qd_count(&c->queue.cnt.forced, 1);
             break;
         }
-        qd_retry_pause(tries);
+        qd_retry_pause();
     }
     /* We hold the mutex: our operation runs first, on our own copy. */
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
     void *ctx = qd_own_ctx(payload, psize, flags, copy);
     /* An execute's own future has no other reader: nothing to complete. */
-    qd_session(&c->queue, &c->cnt, c->help_limit, lock_id, hooks, fn, ctx,
+    qd_session(&c->queue, c->help_limit, lock_id, hooks, fn, ctx,
                (flags & QD_F_OWN) ? NULL : f);
-    baton_ttas_unlock(&c->mutex);
+    qd_mutex_unlock(&c->mutex);
     return QD_RAN;
 }
 

@@ -613,6 +613,26 @@ static int server_create(const char *who, int index, int group, int groups_want,
     s->upstream = up;
     s->slots.make = mb_make;
     s->slots.release = mb_release;
+    /* A first chunk of free mailboxes now, where running out of memory is an
+     * error the caller gets: a thread's first lock or request on the server
+     * then takes one (mb_make()) and allocates nothing, for the first
+     * SRT_CHUNK client threads.  (Without it a lock that baton_lock_new()
+     * made could abort in its first baton_lock() under memory pressure:
+     * test_exhaust's servers, stopped with their last lock and started
+     * again, met that when other kinds' sizes changed where the limit
+     * fell.)  The thread starts after these stores (pthread_create orders
+     * them), and clients find the server under table_mutex. */
+    srt_chunk_t *first = aligned_alloc(BATON_CACHELINE, sizeof *first);
+    if (!first) {
+        s->next_local = retired;
+        retired = s;
+        return baton_fail(ENOMEM, "%s server %d: out of memory for its mailboxes", who, index);
+    }
+    for (uint32_t j = 0; j < SRT_CHUNK; j++)
+        mb_init(&first->box[j], 0u, gen);
+    first->next = NULL;
+    s->head = s->tail = first;
+    baton_store(&s->nchunks, 1u, memory_order_relaxed); /* relaxed: see above */
     int rc = baton_slot_owner_register(&s->slots);
     if (rc == 0) {
         rc = start_thread(s);
@@ -629,6 +649,9 @@ static int server_create(const char *who, int index, int group, int groups_want,
         baton_fail(rc, "%s server %d: cannot register its mailboxes: %s", who, index, strerror(rc));
     }
     if (rc != 0) {
+        free(first); /* no thread ever saw it */
+        s->head = s->tail = NULL;
+        baton_store(&s->nchunks, 0u, memory_order_relaxed); /* relaxed: as above */
         s->next_local = retired;
         retired = s;
         return rc;

@@ -244,3 +244,97 @@ bool baton_waiter_pause_until(baton_waiter_t *s, const baton_deadline_t *d)
         sched_yield();
     return true;
 }
+
+/* --- waiting for a helper ------------------------------------------------------------
+ *
+ * A thread that waits for a delegated operation (its future, its CC-Synch
+ * node, its flat-combining record) waits for another thread that is
+ * running operations.  Where
+ * threads outnumber CPUs that thread may be waiting for a CPU, perhaps
+ * ours: spinning then delays the very store we wait for, and parking makes
+ * the helper pay a futex wake (and the waiter a wake-up of tens of
+ * microseconds on a VM; in CC-Synch the combiner role can be handed to a
+ * parked thread, and every thread queued behind it waits that long too).
+ * So under spinpark a helper wait is:
+ *   yield  a look, then sched_yield() between looks, until the yields would
+ *          have cost, with nothing else to run, the spin budget (one park's
+ *          cost, spinpark's own budget: 29 us / 478 ns = 61 yields on the
+ *          project's 2-CPU VM); meanwhile the CPU goes to whoever can use
+ *          it, the helper among them, and a yield with nothing else to run
+ *          returns within about a microsecond;
+ *   park   as spinpark does after its spin.
+ * No spin first: on that VM, spinning one yield's cost before the first
+ * yield (20 PAUSEs) made pq slower than yielding at once, against the QD
+ * authors' library in the same runs: ccsynch 0.45 against 0.71 of its
+ * rate at 2 threads, 0.52 against 0.85 at 16, qd 0.82 against 1.05 at 2
+ * (medians of 4 interleaved rounds, docs/results.md).
+ * The other policies wait as their names say: `:spin` and `:yield` never
+ * park, `:park` parks at once, monitor as in baton_waiter_pause(). */
+#define HELPER_YIELDS_MIN 8u
+#define HELPER_YIELDS_MAX 1024u
+/* While another thread calibrates: the value above for the project's VM. */
+#define HELPER_YIELDS_DEFAULT 64u
+
+static uint32_t clamp_u32(double x, uint32_t lo, uint32_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : (uint32_t)x;
+}
+
+/* spinpark's yields before parking: about one park's cost of them. */
+static uint32_t helper_budget(const baton_wait_t *w)
+{
+    const baton_calibration_t *c = baton_calibration_ready();
+    if (c == NULL)
+        c = baton_calibration_start();
+    if (c == NULL || c->pause_ns <= 0 || c->yield_ns <= 0)
+        return HELPER_YIELDS_DEFAULT;
+    const double budget_ns = w->budget ? w->budget * c->pause_ns : c->spin_budget_ns;
+    return clamp_u32(budget_ns / c->yield_ns, HELPER_YIELDS_MIN, HELPER_YIELDS_MAX);
+}
+
+bool baton_helper_pause(baton_helper_waiter_t *h, const _Atomic uint32_t *addr, uint32_t val)
+{
+    if (h->s.w->kind != BATON_WAIT_SPINPARK)
+        return baton_waiter_pause(&h->s, addr, val);
+    if (h->yields == 0)
+        h->budget = helper_budget(h->s.w); /* at the first pause: waits that end at once pay nothing */
+    if (h->yields >= h->budget)
+        return false;
+    h->yields++;
+    sched_yield();
+    return true;
+}
+
+bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
+                             uint32_t *seen)
+{
+    /* Acquire pairs with the waker's release (baton_wait_store(), or the
+     * kind's own publishing store). */
+    uint32_t v = baton_load(word, memory_order_acquire);
+    if ((v & ~BATON_WAIT_PARKED) != old) {
+        *seen = v & ~BATON_WAIT_PARKED;
+        return true;
+    }
+    baton_helper_waiter_t h;
+    baton_helper_waiter_init(&h, w);
+    while (baton_helper_pause(&h, word, v)) {
+        v = baton_load(word, memory_order_acquire); /* acquire: as above */
+        if ((v & ~BATON_WAIT_PARKED) != old) {
+            *seen = v & ~BATON_WAIT_PARKED;
+            return true;
+        }
+    }
+    return false;
+}
+
+uint32_t baton_wait_for_helper(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old)
+{
+    uint32_t v;
+    if (baton_wait_helper_phase(w, word, old, &v))
+        return v;
+    /* Park through the wait layer's protocol: what baton_wait_while_eq()
+     * does under `park`. */
+    baton_wait_t park;
+    (void)baton_wait_init(&park, BATON_WAIT_PARK);
+    return baton_wait_while_eq(&park, word, old);
+}

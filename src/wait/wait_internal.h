@@ -29,6 +29,38 @@ int baton_futex_wait_abs(_Atomic uint32_t *word, uint32_t val, clockid_t clock, 
 /* Wake up to n sleepers of word; errno is left as it was. */
 void baton_futex_wake_n(_Atomic uint32_t *word, int n, bool shared);
 
+/* Waiting for a helper: for a value that another thread, one that is
+ * running operations (a QD helper, a CC-Synch combiner), will store.  Under
+ * spinpark it yields where spinpark would spin, for about as long, then
+ * parks (wait.c says why); every other policy waits as it always does.
+ *
+ * baton_wait_helper_phase() runs everything before the park: it returns
+ * true with the new value in *seen (the parked bit masked off) once
+ * (*word & ~BATON_WAIT_PARKED) != old, or false when the policy says park
+ * now (never for spin, backoff and yield).  A kind with a park protocol of
+ * its own (ccsynch.c) parks after it; baton_wait_for_helper() parks through
+ * the wait layer's protocol (the BATON_WAIT_PARKED bit), so its wakers use
+ * baton_wait_store(). */
+bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
+                             uint32_t *seen);
+
+/* The same as a pause object, for waits that poll more than one word
+ * (fc.c): baton_helper_pause() is baton_waiter_pause() for a helper wait,
+ * and returns false when it is time to park. */
+typedef struct baton_helper_waiter {
+    baton_waiter_t s;    /* every policy but spinpark */
+    uint32_t yields;     /* spinpark: yields so far */
+    uint32_t budget;     /* spinpark: yields before parking */
+} baton_helper_waiter_t;
+static inline void baton_helper_waiter_init(baton_helper_waiter_t *h, const baton_wait_t *w)
+{
+    baton_waiter_init(&h->s, w);
+    h->yields = 0;
+    h->budget = 0; /* looked up at the first pause */
+}
+bool baton_helper_pause(baton_helper_waiter_t *h, const _Atomic uint32_t *addr, uint32_t val);
+uint32_t baton_wait_for_helper(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t baton_now_ns(void);
 
