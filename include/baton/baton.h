@@ -126,17 +126,20 @@ BATON_API int baton_unlock(baton_lock_t *lock);
 
 /* What a baton_lock_t points to: one pointer to its kind's table of hot
  * operations, shared by every lock of the kind, and the lock's state at
- * state_delta bytes from the handle (just after it, on a line of its own),
- * so that lock, trylock and unlock cost one test and one call into the
- * kind, as a function table would.  Part of the ABI; the rest of the lock
- * is private. */
+ * BATON_LOCK_STATE bytes from the handle (just after it, on a line of its
+ * own), so that lock, trylock and unlock cost one test and one call into
+ * the kind, as a function table would.  The offset is a constant, not a
+ * field of the table: the state's address is then known as soon as the
+ * lock's is, and the kind's first access to it need not wait for the
+ * loads of the handle and the table (the call's target is predicted).
+ * Part of the ABI; the rest of the lock is private. */
 struct baton_lock_ops {
     void (*lock)(void *state);
     int (*unlock)(void *state);
     int (*trylock)(void *state);
     int slow; /* owner checks (check=1), or a kind without lock/unlock */
-    ptrdiff_t state_delta;
 };
+#define BATON_LOCK_STATE ((ptrdiff_t)sizeof(const struct baton_lock_ops *))
 
 /* The out-of-line halves: owner checks, and the ENOTSUP of kinds that
  * offer execute and delegate only. */
@@ -153,7 +156,7 @@ BATON_INLINE_API int baton_lock(baton_lock_t *lock)
     const struct baton_lock_ops *o = *(const struct baton_lock_ops *const *)(const void *)lock;
     if (__builtin_expect(o->slow, 0))
         return baton_lock_slow(lock);
-    o->lock((char *)lock + o->state_delta);
+    o->lock((char *)lock + BATON_LOCK_STATE);
     return 0;
 }
 
@@ -162,7 +165,7 @@ BATON_INLINE_API int baton_trylock(baton_lock_t *lock)
     const struct baton_lock_ops *o = *(const struct baton_lock_ops *const *)(const void *)lock;
     if (__builtin_expect(o->slow, 0))
         return baton_trylock_slow(lock);
-    return o->trylock((char *)lock + o->state_delta);
+    return o->trylock((char *)lock + BATON_LOCK_STATE);
 }
 
 BATON_INLINE_API int baton_unlock(baton_lock_t *lock)
@@ -170,7 +173,7 @@ BATON_INLINE_API int baton_unlock(baton_lock_t *lock)
     const struct baton_lock_ops *o = *(const struct baton_lock_ops *const *)(const void *)lock;
     if (__builtin_expect(o->slow, 0))
         return baton_unlock_slow(lock);
-    return o->unlock((char *)lock + o->state_delta);
+    return o->unlock((char *)lock + BATON_LOCK_STATE);
 }
 #endif
 

@@ -33,6 +33,8 @@
 struct baton_lock {
     const struct baton_lock_ops *ops;
 };
+_Static_assert(sizeof(struct baton_lock) == BATON_LOCK_STATE,
+               "the inline entry points find the state just after the handle");
 
 /* The rest of a lock, read off the hot path only: the allocation starts
  * with it, and the state follows at HEADER_SIZE. */
@@ -58,7 +60,7 @@ struct lock_block {
 
 static inline void *state_of(const baton_lock_t *l)
 {
-    return (char *)(uintptr_t)l + l->ops->state_delta;
+    return (char *)(uintptr_t)l + BATON_LOCK_STATE;
 }
 
 static inline struct lock_block *block_of(const baton_lock_t *l)
@@ -89,15 +91,12 @@ static void build_kind_ops(void)
 {
     const baton_kind_t *k;
     for (size_t i = 0; i < OPS_MAX && (k = baton_registry_at(i)) != NULL; i++) {
-        /* The handle is the header's last word: the state just after it. */
-        const ptrdiff_t delta = (ptrdiff_t)sizeof(struct baton_lock);
         for (int slow = 0; slow < 2; slow++)
             kind_ops[i][slow] = (struct baton_lock_ops){
                 .lock = k->lock ? k->lock : no_lock,
                 .unlock = k->unlock ? k->unlock : no_unlock,
                 .trylock = k->trylock ? k->trylock : no_unlock,
                 .slow = slow || !k->lock,
-                .state_delta = delta,
             };
     }
 }
@@ -172,7 +171,7 @@ baton_lock_t *baton_lock_new(const char *spec)
      * inline entry points take the out-of-line path for owner checks and
      * for kinds without lock/unlock: one test on the hot path. */
     const struct baton_lock_ops *ops = &kind_ops[index][o.check ? 1 : 0];
-    b->handle = (struct baton_lock *)(void *)(state - ops->state_delta);
+    b->handle = (struct baton_lock *)(void *)(state - BATON_LOCK_STATE);
     b->handle->ops = ops;
     return b->handle;
 }
@@ -264,7 +263,7 @@ int baton_lock(baton_lock_t *l)
     const struct baton_lock_ops *o = l->ops;
     if (BATON_UNLIKELY(o->slow))
         return baton_lock_slow(l);
-    o->lock((char *)l + o->state_delta);
+    o->lock((char *)l + BATON_LOCK_STATE);
     return 0;
 }
 
@@ -273,7 +272,7 @@ int baton_trylock(baton_lock_t *l)
     const struct baton_lock_ops *o = l->ops;
     if (BATON_UNLIKELY(o->slow))
         return baton_trylock_slow(l);
-    return o->trylock((char *)l + o->state_delta);
+    return o->trylock((char *)l + BATON_LOCK_STATE);
 }
 
 int baton_unlock(baton_lock_t *l)
@@ -281,7 +280,7 @@ int baton_unlock(baton_lock_t *l)
     const struct baton_lock_ops *o = l->ops;
     if (BATON_UNLIKELY(o->slow))
         return baton_unlock_slow(l);
-    return o->unlock((char *)l + o->state_delta);
+    return o->unlock((char *)l + BATON_LOCK_STATE);
 }
 
 /* --- timed acquisition ------------------------------------------------------ *
