@@ -19,6 +19,16 @@
 /* The longest inner spec a wrapper takes, in bytes. */
 #define INNER_MAX 159
 
+/* What the tail's parser needs to know of a lock kind. */
+static baton_spec_tail_t tail_of(const baton_kind_t *k)
+{
+    return (baton_spec_tail_t){
+        .what = "lock", .name = k->name, .takes_wait = (k->caps & BATON_CAP_WAIT) != 0,
+        .waits = k->waits, .default_wait = k->default_wait, .options = k->options,
+        .noptions = k->noptions, .check = true,
+    };
+}
+
 /* Parse `text` into s->node[at] and, for a wrapper, its inner spec into the
  * nodes after it; s->depth becomes the nodes used.  `spec` is the whole
  * text, for messages.  *inner_off and *inner_len (wrappers) receive where
@@ -60,8 +70,8 @@ static int parse_at(const char *text, baton_spec_t *s, size_t at, size_t *inner_
         if (ilen == 0 || ilen > INNER_MAX)
             return baton_fail(EINVAL, "'%s(...)' needs an inner lock spec, e.g. %s(mcs)", k->name, k->name);
         if (at + 1 == BATON_SPEC_DEPTH)
-            return baton_fail(EINVAL, "lock spec '%s': wrappers nest at most %d deep", text,
-                              BATON_SPEC_DEPTH - 1);
+            return baton_fail(EINVAL, "lock spec nested too deep: wrappers nest at most %d deep (at '%s')",
+                              BATON_SPEC_DEPTH - 1, text);
         memcpy(inner, p + 1, ilen);
         inner[ilen] = '\0';
         size_t ioff, ilen2;
@@ -75,11 +85,7 @@ static int parse_at(const char *text, baton_spec_t *s, size_t at, size_t *inner_
         return baton_fail(EINVAL, "lock kind '%s' does not wrap another kind (got '%s')", k->name, text);
     }
 
-    baton_spec_tail_t t = {
-        .what = "lock", .name = k->name, .takes_wait = (k->caps & BATON_CAP_WAIT) != 0,
-        .waits = k->waits, .default_wait = k->default_wait, .options = k->options,
-        .noptions = k->noptions, .check = true,
-    };
+    baton_spec_tail_t t = tail_of(k);
     return baton_spec_node_tail(&t, text, p, n);
 }
 
@@ -88,6 +94,30 @@ int baton_lockspec_parse(const char *text, baton_spec_t *s)
     size_t off, len;
     memset(s, 0, sizeof *s);
     return parse_at(text ? text : "", s, 0, &off, &len);
+}
+
+int baton_lockspec_node(const baton_kind_t *k, baton_spec_node_t *n)
+{
+    baton_spec_tail_t t = tail_of(k);
+    memset(n, 0, sizeof *n);
+    n->kind = k;
+    n->check = BATON_DEBUG;
+    /* The empty tail: every default, as the kind's name alone means. */
+    return baton_spec_node_tail(&t, k->name, "", n);
+}
+
+int baton_lockspec_set(baton_spec_node_t *n, const char *name, uint64_t v)
+{
+    const baton_kind_t *k = n->kind;
+    for (size_t j = 0; j < k->noptions; j++)
+        if (strcmp(k->options[j].name, name) == 0) {
+            if (v < k->options[j].min || v > k->options[j].max)
+                return baton_fail(EINVAL, "out-of-range option '%s=%llu' for '%s'", name,
+                                  (unsigned long long)v, k->name);
+            n->value[j] = v;
+            return 0;
+        }
+    return baton_fail(EINVAL, "unknown option '%s' for '%s'", name, k->name);
 }
 
 /* snprintf's contract for a piece: append to buf[*used..size), count what

@@ -34,6 +34,11 @@ size_t baton_registry_names(char *buf, size_t size);
  * as long as the options: a wrapper's inner spec points into it.  0, or
  * EINVAL when canon is not s printed. */
 int baton_lockspec_parse(const char *text, baton_spec_t *s);
+/* Building values without text: the node that k's name alone means (every
+ * default), and an option of a node set by name (0, or EINVAL with the
+ * message for an unknown option or a value out of its range). */
+int baton_lockspec_node(const baton_kind_t *k, baton_spec_node_t *n);
+int baton_lockspec_set(baton_spec_node_t *n, const char *name, uint64_t v);
 size_t baton_lockspec_print(const baton_spec_t *s, char *buf, size_t size);
 void baton_lockspec_inner(const baton_spec_t *s, baton_spec_t *inner);
 int baton_lockspec_opts(const baton_spec_t *s, const char *canon, baton_opts_t *o);
