@@ -289,7 +289,7 @@ static void bad_specs(void)
     baton_spec_t x;
     if (roundtrip(deep, &x))
         CHECK(x.depth == BATON_SPEC_DEPTH, "'%s': depth %zu", deep, x.depth);
-    char deeper[TEXT_MAX];
+    char deeper[TEXT_MAX + 8];
     snprintf(deeper, sizeof deeper, "rw(%s)", deep);
     expect_bad(deeper, EINVAL, "nest at most", (const char *)NULL);
 }
