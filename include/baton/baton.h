@@ -12,7 +12,8 @@
  *   wait   spin | backoff | yield | park | spinpark | monitor | auto
  *          (only for kinds that take a wait policy; default per kind)
  *   key    a kind option (one that takes 0 or 1 may be written bare:
- *          "elide(ttas),sleep" means sleep=1), or one every kind takes:
+ *          "elide(ttas),sleep" means sleep=1; baton_kind_options() lists
+ *          them), or one every kind takes:
  *            check=0|1   track the owner and report misuse (EPERM, EBUSY)
  *                        even for kinds that do not track it themselves;
  *                        on by default in debug builds (BATON_DEBUG).
