@@ -16,7 +16,8 @@
 #define BATON_DEBUG 0
 #endif
 
-/* The longest inner spec a wrapper takes, in bytes. */
+/* The longest inner spec a wrapper takes, in bytes: what the API's spec
+ * buffers (SPEC_MAX, api.c) hold, and the limit specs have always had. */
 #define INNER_MAX 159
 
 /* What the tail's parser needs to know of a lock kind. */
@@ -30,9 +31,9 @@ static baton_spec_tail_t tail_of(const baton_kind_t *k)
 }
 
 /* Parse `text` into s->node[at] and, for a wrapper, its inner spec into the
- * nodes after it; s->depth becomes the nodes used.  `spec` is the whole
- * text, for messages.  *inner_off and *inner_len (wrappers) receive where
- * the inner spec lies in `text`. */
+ * nodes after it; s->depth becomes the nodes used.  *inner_off and
+ * *inner_len (wrappers) receive where the inner spec lies in `text`.
+ * Messages quote `text`, the level being parsed, as they always have. */
 static int parse_at(const char *text, baton_spec_t *s, size_t at, size_t *inner_off, size_t *inner_len)
 {
     char valid[512];
