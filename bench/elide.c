@@ -62,6 +62,7 @@
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
+#include "../src/api/registry.h" /* the lock spec as a value */
 
 #include <baton/atomic.h>
 #include <baton/counter.h>
@@ -1100,9 +1101,16 @@ static void usage(FILE *f)
             elide_default_locks, GLIBC_PEER, GLIBC_TUNABLE, GLIBC_PEER, GLIBC_PEER);
 }
 
+/* Baton's elide(<kind>), parsed: false for a peer's name or any other kind. */
+static bool parse_elide(const char *spec, baton_spec_t *s)
+{
+    return baton_lockspec_parse(spec, s) == 0 && s->node[0].kind == &baton_kind_elide;
+}
+
 static bool is_elided(const char *spec)
 {
-    return !strncmp(spec, "elide(", 6) || !strcmp(spec, GLIBC_PEER);
+    baton_spec_t s;
+    return !strcmp(spec, GLIBC_PEER) || parse_elide(spec, &s);
 }
 
 /* The plain lock an elided one wraps: X of elide(X) (canonical), pthread
@@ -1110,26 +1118,13 @@ static bool is_elided(const char *spec)
 static void plain_of(const char *spec, char *out, size_t size)
 {
     out[0] = '\0';
+    baton_spec_t s, inner;
     if (!strcmp(spec, GLIBC_PEER)) {
         snprintf(out, size, "pthread");
-        return;
-    }
-    if (strncmp(spec, "elide(", 6) != 0)
-        return;
-    const char *p = spec + 6;
-    int depth = 1;
-    size_t n = 0;
-    for (; *p && n + 1 < size; p++) {
-        depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
-        if (depth == 0)
-            break;
-        out[n++] = *p;
-    }
-    out[n] = '\0';
-    baton_lock_t *l = baton_lock_new(out);
-    if (l) {
-        snprintf(out, size, "%s", baton_lock_spec(l));
-        baton_lock_free(l);
+    } else if (parse_elide(spec, &s)) {
+        baton_lockspec_inner(&s, &inner);
+        if (baton_lockspec_print(&inner, out, size) >= size)
+            out[0] = '\0'; /* cut short: it names no lock of the list */
     }
 }
 

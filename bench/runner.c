@@ -192,17 +192,24 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
 }
 
 /* Is `word` a switch (an option taking 0 or 1, written bare) of the kind
- * `spec` names?  Then "elide(ttas),sleep" is one spec, not two. */
+ * `spec` names?  Then "elide(ttas),sleep" is one spec, not two.  The kind
+ * is the spec's leading name: the spec may be unfinished yet ("rw(mcs"
+ * before "readers=2)" joins it), so it is not parsed whole; its options are
+ * the registry's data (baton_kind_options). */
 static bool is_switch_of(const char *spec, const char *word)
 {
     const baton_kind_info_t *kinds;
     size_t nk = baton_kinds(&kinds), klen = strcspn(spec, ":,(");
-    char pat[BENCH_SPEC_MAX + 16];
-    snprintf(pat, sizeof pat, "%s=<0..1,", word);
-    for (size_t i = 0; i < nk; i++)
-        if (strlen(kinds[i].name) == klen && !strncmp(kinds[i].name, spec, klen))
-            return strstr(kinds[i].options, pat) == kinds[i].options ||
-                   (strstr(kinds[i].options, pat) && strstr(kinds[i].options, pat)[-1] == ' ');
+    for (size_t i = 0; i < nk; i++) {
+        if (strlen(kinds[i].name) != klen || strncmp(kinds[i].name, spec, klen) != 0)
+            continue;
+        const baton_option_info_t *opt;
+        size_t no = baton_kind_options(&kinds[i], &opt);
+        for (size_t j = 0; j < no; j++)
+            if ((opt[j].flags & BATON_OPTION_SWITCH) && strcmp(opt[j].name, word) == 0)
+                return true;
+        return false;
+    }
     return false;
 }
 

@@ -12,7 +12,8 @@
  *   wait   spin | backoff | yield | park | spinpark | monitor | auto
  *          (only for kinds that take a wait policy; default per kind)
  *   key    a kind option (one that takes 0 or 1 may be written bare:
- *          "elide(ttas),sleep" means sleep=1), or one every kind takes:
+ *          "elide(ttas),sleep" means sleep=1; baton_kind_options() lists
+ *          them), or one every kind takes:
  *            check=0|1   track the owner and report misuse (EPERM, EBUSY)
  *                        even for kinds that do not track it themselves;
  *                        on by default in debug builds (BATON_DEBUG).
@@ -116,6 +117,23 @@ typedef struct baton_kind_info {
     const char *default_wait;/* policy used when the spec names none ("-" if none) */
     const char *options;     /* "key=<range> ..." the kind accepts, "" if none */
 } baton_kind_info_t;
+
+/* A kind's option, as data (baton_kind_options): what a spec may write
+ * after the kind's name, "key=value", or "key" alone for a switch. */
+typedef struct baton_option_info {
+    const char *name;
+    uint64_t min, max;       /* the values a spec may write, inclusive */
+    uint64_t def;            /* the value when the spec leaves the option out; it
+                                may lie outside [min, max], meaning "not chosen"
+                                (elide's nretries) */
+    const char *help;        /* one line */
+    unsigned flags;          /* BATON_OPTION_* */
+} baton_option_info_t;
+
+enum {
+    BATON_OPTION_SWITCH = 1u << 0, /* 0 or 1: "key" alone means key=1 */
+    BATON_OPTION_COMMON = 1u << 1  /* every lock kind takes it (check) */
+};
 
 BATON_API baton_lock_t *baton_lock_new(const char *spec);
 BATON_API int baton_lock_free(baton_lock_t *lock);
@@ -321,6 +339,11 @@ BATON_API const baton_kind_info_t *baton_lock_kind(const baton_lock_t *lock);
 
 /* Every registered kind, in registry order; returns the count. */
 BATON_API size_t baton_kinds(const baton_kind_info_t **list);
+/* The options of `kind` (an entry of baton_kinds(), or baton_lock_kind()),
+ * the kind's own in its order, then those every lock kind takes (check);
+ * returns the count and points *list (may be NULL) at them, for the
+ * process's life.  0 for a pointer that is no kind's. */
+BATON_API size_t baton_kind_options(const baton_kind_info_t *kind, const baton_option_info_t **list);
 /* The names of every wait policy, for listings ("spin", ..., "auto"). */
 BATON_API const char *baton_wait_policy_name(unsigned kind);
 

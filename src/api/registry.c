@@ -37,22 +37,49 @@ static const baton_kind_t *const kinds[] = {
 /* The default kind: what "default", "" and NULL name. */
 #define DEFAULT_KIND "runner"
 
+#ifndef BATON_DEBUG
+#define BATON_DEBUG 0
+#endif
+
 static baton_kind_info_t infos[NKINDS];
+/* Each kind's options as public data: its own, then check. */
+static baton_option_info_t option_infos[NKINDS][BATON_KIND_MAX_OPTIONS + 1];
+static size_t noption_infos[NKINDS];
 static char option_text[NKINDS][256];
 static pthread_once_t infos_once = PTHREAD_ONCE_INIT;
+
+/* Options that are 0 or 1 may be written bare (the tail's grammar,
+ * src/base/spec.c). */
+static unsigned option_flags(uint64_t min, uint64_t max)
+{
+    return min == 0 && max == 1 ? BATON_OPTION_SWITCH : 0u;
+}
 
 static void build_infos(void)
 {
     for (size_t i = 0; i < NKINDS; i++) {
         const baton_kind_t *k = kinds[i];
+        baton_option_info_t *oi = option_infos[i];
+        for (size_t j = 0; j < k->noptions; j++) {
+            const baton_option_desc_t *d = &k->options[j];
+            oi[j] = (baton_option_info_t){.name = d->name, .min = d->min, .max = d->max, .def = d->def,
+                                          .help = d->help, .flags = option_flags(d->min, d->max)};
+        }
+        oi[k->noptions] = (baton_option_info_t){
+            .name = "check", .min = 0, .max = 1, .def = BATON_DEBUG,
+            .help = "track the owner and report misuse (EPERM, EBUSY) even where the kind does not",
+            .flags = BATON_OPTION_SWITCH | BATON_OPTION_COMMON};
+        noption_infos[i] = k->noptions + 1;
+
+        /* The one-line text of baton_kind_info_t, from the same data: the
+         * kind's own options (check is the grammar's, baton/baton.h). */
         char *p = option_text[i];
         size_t left = sizeof option_text[i];
         p[0] = '\0';
         for (size_t j = 0; j < k->noptions; j++) {
-            int n = snprintf(p, left, "%s%s=<%llu..%llu, default %llu>", j ? " " : "",
-                             k->options[j].name, (unsigned long long)k->options[j].min,
-                             (unsigned long long)k->options[j].max,
-                             (unsigned long long)k->options[j].def);
+            int n = snprintf(p, left, "%s%s=<%llu..%llu, default %llu>", j ? " " : "", oi[j].name,
+                             (unsigned long long)oi[j].min, (unsigned long long)oi[j].max,
+                             (unsigned long long)oi[j].def);
             if (n < 0 || (size_t)n >= left)
                 break;
             p += n;
@@ -67,6 +94,20 @@ static void build_infos(void)
             .options = option_text[i],
         };
     }
+}
+
+size_t baton_kind_options(const baton_kind_info_t *kind, const baton_option_info_t **list)
+{
+    pthread_once(&infos_once, build_infos);
+    if (list)
+        *list = NULL;
+    for (size_t i = 0; i < NKINDS; i++)
+        if (&infos[i] == kind) {
+            if (list)
+                *list = option_infos[i];
+            return noption_infos[i];
+        }
+    return 0;
 }
 
 size_t baton_kinds(const baton_kind_info_t **list)

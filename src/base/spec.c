@@ -63,11 +63,16 @@ int baton_opts_inner(const baton_opts_t *o, char *buf, size_t size)
     return 0;
 }
 
-int baton_spec_parse_tail(const baton_spec_tail_t *t, const char *spec, const char *p, baton_opts_t *o,
-                          int *asked)
+/* The tail's grammar, shared by both parsers below: the policy as written
+ * (or the kind's default) into *wait, whether it was written into *named,
+ * option values into value (defaults first), check into *check (left
+ * alone unless written). */
+static int parse_tail(const baton_spec_tail_t *t, const char *spec, const char *p, int *waitp, bool *named,
+                      uint64_t *value, int *check)
 {
     char valid[512];
     int wait = t->default_wait;
+    *named = false;
     if (*p == ':') {
         p++;
         size_t wlen = strcspn(p, ",");
@@ -80,11 +85,12 @@ int baton_spec_parse_tail(const baton_spec_tail_t *t, const char *spec, const ch
             return baton_fail(EINVAL, "unknown wait policy '%.*s' for '%s'; valid policies: %s",
                               (int)wlen, p, t->name, valid);
         }
+        *named = true;
         p += wlen;
     }
 
     for (size_t j = 0; j < t->noptions; j++)
-        o->value[j] = t->options[j].def;
+        value[j] = t->options[j].def;
     while (*p == ',') {
         p++;
         size_t len = strcspn(p, ",");
@@ -92,9 +98,9 @@ int baton_spec_parse_tail(const baton_spec_tail_t *t, const char *spec, const ch
         size_t nlen = eq ? (size_t)(eq - p) : len;
         uint64_t v = 0;
         /* A bare name is a switch: key=1, for the options that are 0 or 1
-         * ("elide(ttas),sleep"). */
+         * ("elide(ttas),sleep"), check among them. */
         if (!eq && t->check && nlen == 5 && memcmp(p, "check", 5) == 0) {
-            v = 1;
+            eq = p + nlen, v = 1;
         } else if (!eq) {
             for (size_t j = 0; j < t->noptions; j++)
                 if (strlen(t->options[j].name) == nlen && memcmp(t->options[j].name, p, nlen) == 0 &&
@@ -107,7 +113,7 @@ int baton_spec_parse_tail(const baton_spec_tail_t *t, const char *spec, const ch
                               (int)len, p, t->name, valid);
         }
         if (t->check && nlen == 5 && memcmp(p, "check", 5) == 0 && v <= 1) {
-            o->check = (int)v;
+            *check = (int)v;
         } else {
             size_t j = 0;
             while (j < t->noptions && !(strlen(t->options[j].name) == nlen &&
@@ -119,25 +125,74 @@ int baton_spec_parse_tail(const baton_spec_tail_t *t, const char *spec, const ch
                                   j == t->noptions ? "unknown" : "out-of-range", (int)len, p,
                                   t->name, valid);
             }
-            o->value[j] = v;
+            value[j] = v;
         }
         p += len;
     }
     if (*p != '\0')
         return baton_fail(EINVAL, "unexpected '%s' in %s spec '%s' (grammar: kind[:wait][,key=value...])",
                           p, t->what, spec);
+    *waitp = wait;
+    return 0;
+}
 
+/* Initialise *w to `wait` (AUTO resolved), with the messages both parsers give. */
+static int resolve_wait(const baton_spec_tail_t *t, int wait, baton_wait_t *w)
+{
+    int rc = baton_wait_init(w, (baton_wait_kind)wait);
+    if (rc == ENOTSUP)
+        return baton_fail(ENOTSUP, "wait policy 'monitor' needs UMONITOR/UMWAIT (waitpkg) or "
+                                   "MONITORX/MWAITX, and this CPU has neither; use 'auto' to "
+                                   "pick the best available");
+    if (rc != 0)
+        return baton_fail(rc, "cannot initialise wait policy for '%s'", t->name);
+    return 0;
+}
+
+int baton_spec_parse_tail(const baton_spec_tail_t *t, const char *spec, const char *p, baton_opts_t *o,
+                          int *asked)
+{
+    int wait, check = o->check;
+    bool named;
+    int rc = parse_tail(t, spec, p, &wait, &named, o->value, &check);
+    if (rc != 0)
+        return rc;
+    o->check = check;
     if (asked)
         *asked = wait;
-    if (t->takes_wait) {
-        int rc = baton_wait_init(&o->wait, (baton_wait_kind)wait);
-        if (rc == ENOTSUP)
-            return baton_fail(ENOTSUP, "wait policy 'monitor' needs UMONITOR/UMWAIT (waitpkg) or "
-                                       "MONITORX/MWAITX, and this CPU has neither; use 'auto' to "
-                                       "pick the best available");
-        if (rc != 0)
-            return baton_fail(rc, "cannot initialise wait policy for '%s'", t->name);
-    }
+    return t->takes_wait ? resolve_wait(t, wait, &o->wait) : 0;
+}
 
+int baton_spec_node_tail(const baton_spec_tail_t *t, const char *spec, const char *p, baton_spec_node_t *n)
+{
+    int wait, check = n->check;
+    bool named;
+    memset(n->value, 0, sizeof n->value);
+    int rc = parse_tail(t, spec, p, &wait, &named, n->value, &check);
+    if (rc != 0)
+        return rc;
+    n->check = check != 0;
+    n->wait_named = named;
+    n->wait = BATON_NO_WAIT;
+    if (t->takes_wait) {
+        baton_wait_t w;
+        rc = resolve_wait(t, wait, &w);
+        if (rc != 0)
+            return rc;
+        n->wait = w.kind;
+    }
     return 0;
+}
+
+bool baton_spec_equal(const baton_spec_t *a, const baton_spec_t *b)
+{
+    if (a->depth != b->depth)
+        return false;
+    for (size_t i = 0; i < a->depth; i++) {
+        const baton_spec_node_t *x = &a->node[i], *y = &b->node[i];
+        if (x->kind != y->kind || x->wait != y->wait || x->check != y->check ||
+            memcmp(x->value, y->value, sizeof x->value) != 0)
+            return false;
+    }
+    return true;
 }

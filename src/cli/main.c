@@ -72,9 +72,29 @@ static int cmd_kinds(void)
                 strncat(caps, names[j].name, sizeof caps - strlen(caps) - 1);
             }
         printf("%-12s %-9s %-50s %s\n", k[i].name, k[i].default_wait, caps, k[i].summary);
-        if (k[i].options[0])
-            printf("%-12s options: %s\n", "", k[i].options);
+        /* The options from the registry's data, one a line with its help;
+         * those every kind takes (check) once, below. */
+        const baton_option_info_t *opt;
+        size_t no = baton_kind_options(&k[i], &opt);
+        for (size_t j = 0; j < no; j++) {
+            if (opt[j].flags & BATON_OPTION_COMMON)
+                continue;
+            char range[96];
+            snprintf(range, sizeof range, "%s=<%llu..%llu, default %llu>%s", opt[j].name,
+                     (unsigned long long)opt[j].min, (unsigned long long)opt[j].max,
+                     (unsigned long long)opt[j].def, opt[j].flags & BATON_OPTION_SWITCH ? " (switch)" : "");
+            printf("%-12s %-46s %s\n", "", range, opt[j].help);
+        }
     }
+    const baton_option_info_t *opt;
+    size_t no = n ? baton_kind_options(&k[0], &opt) : 0;
+    printf("\nevery kind takes:\n");
+    for (size_t j = 0; j < no; j++)
+        if (opt[j].flags & BATON_OPTION_COMMON)
+            printf("  %s=<%llu..%llu>%s  %s\n", opt[j].name, (unsigned long long)opt[j].min,
+                   (unsigned long long)opt[j].max, opt[j].flags & BATON_OPTION_SWITCH ? " (switch)" : "",
+                   opt[j].help);
+    printf("a switch written bare means 1: elide(ttas),sleep is elide(ttas),sleep=1\n");
     printf("\nwait policies: ");
     for (unsigned w = 0; w < BATON_WAIT_KINDS; w++)
         printf("%s, ", baton_wait_policy_name(w));

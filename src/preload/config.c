@@ -36,102 +36,96 @@ static void interposable_names(char *buf, size_t size, unsigned need)
     }
 }
 
-/* Does the spec name a wait policy ("kind:policy[,...]")? */
-static bool names_wait(const char *spec)
+/* Give spinpark to every kind of s (the outer one, or a wrapper's inner
+ * ones) whose spec names no policy although the kind takes spinpark and by
+ * default only spins. */
+static void park_by_default(baton_spec_t *s)
 {
-    for (const char *p = spec; *p != '\0' && *p != ',' && *p != '('; p++)
-        if (*p == ':')
-            return true;
-    return false;
-}
-
-/* Write into out the spec with ":spinpark" after every kind name (the
- * outer one, or a wrapper's inner ones) that names no policy although its
- * kind takes spinpark and by default only spins.  Returns false if nothing
- * changed or it did not fit. */
-static bool park_by_default(const char *spec, char *out, size_t size)
-{
-    const baton_kind_t *k;
-    baton_opts_t o;
-    char canon[160];
-    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0)
-        return false;
-    if (k->wrapper) {
-        /* name(inner)rest: rewrite the inner spec. */
-        size_t name = strcspn(spec, "(");
-        char inner[160], rewritten[160];
-        if (baton_opts_inner(&o, inner, sizeof inner) != 0 || !park_by_default(inner, rewritten, sizeof rewritten))
-            return false;
-        int n = snprintf(out, size, "%.*s(%s)%s", (int)name, spec, rewritten, o.inner + o.inner_len + 1);
-        return n > 0 && (size_t)n < size;
+    for (size_t i = 0; i < s->depth; i++) {
+        baton_spec_node_t *n = &s->node[i];
+        const baton_kind_t *k = n->kind;
+        baton_wait_t w = {.kind = n->wait};
+        if (!n->wait_named && (k->caps & BATON_CAP_WAIT) && (k->waits & BATON_WAIT_BIT(BATON_WAIT_SPINPARK)) &&
+            !baton_wait_may_park(&w)) {
+            n->wait = BATON_WAIT_SPINPARK;
+            n->wait_named = true;
+        }
     }
-    if (names_wait(spec) || !(k->caps & BATON_CAP_WAIT) ||
-        !(k->waits & BATON_WAIT_BIT(BATON_WAIT_SPINPARK)) || baton_wait_may_park(&o.wait))
-        return false;
-    size_t name = strcspn(spec, ",");
-    int n = snprintf(out, size, "%.*s:spinpark%s", (int)name, spec, spec + name);
-    return n > 0 && (size_t)n < size;
 }
 
 /* An elide(<kind>) spec made fit for rwlocks, into out: elide(rw(<kind>),
  * prefer_readers) with elide's options (reader-preferring, as glibc's
  * default rwlock; elide's rwlocks cannot follow each rwlock's attribute,
  * rwlock.c), or the spec itself when <kind> is a readers-writer kind
- * already (its own policy).  false: not an elide spec, or it does not fit. */
-static bool elide_for_rwlock(const char *spec, char *out, size_t size)
+ * already (its own policy).  false: not an elide spec, or it would nest
+ * too deep. */
+static bool elide_for_rwlock(const baton_spec_t *s, baton_spec_t *out)
 {
-    const baton_kind_t *k, *ik;
-    baton_opts_t o, io;
-    char canon[160], inner[160];
-    if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0 || k != &baton_kind_elide ||
-        baton_opts_inner(&o, inner, sizeof inner) != 0 ||
-        baton_spec_parse(inner, &ik, &io, canon, sizeof canon) != 0)
+    if (s->node[0].kind != &baton_kind_elide || s->depth < 2)
         return false;
-    const char *rest = o.inner + o.inner_len + 1; /* elide's own options */
-    int n = (ik->caps & BATON_CAP_RW) ? snprintf(out, size, "elide(%s)%s", inner, rest)
-                                       : snprintf(out, size, "elide(rw(%s),prefer_readers)%s", inner, rest);
-    return n > 0 && (size_t)n < size;
+    if (s->node[1].kind->caps & BATON_CAP_RW) {
+        *out = *s;
+        return true;
+    }
+    if (s->depth + 1 > BATON_SPEC_DEPTH)
+        return false;
+    memset(out, 0, sizeof *out);
+    out->depth = s->depth + 1;
+    out->node[0] = s->node[0];
+    if (baton_lockspec_node(&baton_kind_rw, &out->node[1]) != 0 ||
+        baton_lockspec_set(&out->node[1], "prefer_readers", 1) != 0)
+        return false;
+    memcpy(&out->node[2], &s->node[1], (s->depth - 1) * sizeof s->node[0]);
+    return true;
 }
 
-int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err, size_t errlen)
+int pl_config_parse(const pl_class_t *c, const char *value, const char *deflt, baton_spec_t *s, char *err,
+                    size_t errlen)
 {
-    const char *spec = value != NULL && value[0] != '\0' ? value : deflt;
-    const baton_kind_t *k;
-    char canon[sizeof c->spec];
-    if (baton_spec_parse(spec, &k, &c->opts, canon, sizeof canon) != 0) {
-        snprintf(err, errlen, "%s='%s': %s", c->env, spec, baton_last_error());
+    const char *text = value != NULL && value[0] != '\0' ? value : deflt;
+    if (baton_lockspec_parse(text, s) != 0) {
+        snprintf(err, errlen, "%s='%s': %s", c->env, text, baton_last_error());
         return -1;
     }
+    return 0;
+}
+
+int pl_config_class_spec(pl_class_t *c, const baton_spec_t *parsed, const char *text, unsigned need, char *err,
+                         size_t errlen)
+{
+    baton_spec_t s = *parsed;
     /* A spec that names no policy gets spinpark where the kind's own default
      * only spins: an unmodified program may run more threads than there
      * are cores, and a spinning FIFO lock then hands the lock to preempted
      * waiters (measured: seconds per thousand acquisitions).  Name a policy
      * ("mcs:spin") to get pure spinning.  Wrappers' inner kinds too. */
-    char parked[sizeof c->spec];
-    if (park_by_default(spec, parked, sizeof parked) &&
-        baton_spec_parse(parked, &k, &c->opts, canon, sizeof canon) == 0)
-        spec = parked;
-    else if (baton_spec_parse(spec, &k, &c->opts, canon, sizeof canon) != 0) {
-        snprintf(err, errlen, "%s='%s': %s", c->env, spec, baton_last_error());
-        return -1;
-    }
+    park_by_default(&s);
     /* Readers elide too: elide(<kind>) stands in for an rwlock over a
      * readers-writer inner kind, and a mutex kind is wrapped in rw() first. */
-    char rw_elided[sizeof c->spec];
+    const baton_kind_t *k = s.node[0].kind;
     if ((need & BATON_CAP_RW) && k == &baton_kind_elide) {
-        if (elide_for_rwlock(spec, rw_elided, sizeof rw_elided) &&
-            baton_spec_parse(rw_elided, &k, &c->opts, canon, sizeof canon) == 0)
-            spec = rw_elided;
+        baton_spec_t rw_elided;
+        if (elide_for_rwlock(&s, &rw_elided))
+            s = rw_elided;
         need &= ~(unsigned)BATON_CAP_RW; /* the inner kind is a readers-writer kind now */
+    }
+    /* The class keeps the canonical text: it is what BATON_VERBOSE and
+     * baton_preload_info() show, and a wrapper's inner spec (which its
+     * init reads as text) points into it for the life of the class. */
+    size_t len = baton_lockspec_print(&s, c->spec, sizeof c->spec);
+    if (len >= sizeof c->spec) {
+        snprintf(err, errlen, "%s='%s': its canonical form is %zu bytes long; at most %zu fit", c->env, text, len,
+                 sizeof c->spec - 1);
+        return -1;
     }
     /* A wrapper's inner kind is checked when a lock is made (elide(rcl) has
      * no lock word to watch): make one now, so a bad spec stops the program
      * at start like every other.  Out of memory proves nothing: the locks
      * made later fall back (preload.h). */
     if (k->wrapper) {
-        baton_lock_t *probe = baton_lock_new(spec);
+        baton_lock_t *probe = baton_lock_new(c->spec);
         if (probe == NULL && errno != ENOMEM) {
-            snprintf(err, errlen, "%s='%s': %s", c->env, spec, baton_last_error());
+            snprintf(err, errlen, "%s='%s': %s", c->env, text, baton_last_error());
             return -1;
         }
         if (probe != NULL)
@@ -141,15 +135,12 @@ int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigne
     if (!c->stock && (k->caps & need) != need) {
         char names[512];
         interposable_names(names, sizeof names, need);
-        snprintf(err, errlen, "%s='%s': kind '%s' cannot stand in for a pthread %s; use one of: %s", c->env, spec,
+        snprintf(err, errlen, "%s='%s': kind '%s' cannot stand in for a pthread %s; use one of: %s", c->env, text,
                  k->name, c->what, names);
         return -1;
     }
-    /* Parse again from our own copy, so that a wrapper's inner spec points
-     * into memory that lives as long as the class. */
-    memcpy(c->spec, canon, sizeof c->spec);
-    if (baton_spec_parse(c->spec, &k, &c->opts, canon, sizeof canon) != 0) {
-        snprintf(err, errlen, "%s='%s': %s", c->env, c->spec, baton_last_error());
+    if (baton_lockspec_opts(&s, c->spec, &c->opts) != 0) {
+        snprintf(err, errlen, "%s='%s': %s", c->env, text, baton_last_error());
         return -1;
     }
     c->kind = k;
@@ -162,9 +153,26 @@ int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigne
     return 0;
 }
 
+int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err, size_t errlen)
+{
+    baton_spec_t s;
+    if (pl_config_parse(c, value, deflt, &s, err, errlen) != 0)
+        return -1;
+    return pl_config_class_spec(c, &s, value != NULL && value[0] != '\0' ? value : deflt, need, err, errlen);
+}
+
+bool pl_config_rwlock_derive(const baton_spec_t *lock, baton_spec_t *rw)
+{
+    return elide_for_rwlock(lock, rw);
+}
+
 const char *pl_config_rwlock_default(const char *lock_value, const char *deflt, char *buf, size_t size)
 {
-    return lock_value != NULL && elide_for_rwlock(lock_value, buf, size) ? buf : deflt;
+    baton_spec_t lock, rw;
+    if (lock_value == NULL || baton_lockspec_parse(lock_value, &lock) != 0 || !elide_for_rwlock(&lock, &rw) ||
+        baton_lockspec_print(&rw, buf, size) >= size)
+        return deflt;
+    return buf;
 }
 
 int pl_config_barrier(const char *value, bool *stock, char *spec, size_t size, char *desc, size_t desclen,

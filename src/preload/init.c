@@ -76,26 +76,69 @@ void pl_die(const char *fmt, ...)
 
 /* --- configuration (the parsing is config.c's) ---------------------------------------- */
 
-/* `fallback`: another variable that configures this class when c->env is
- * unset (BATON_LOCK for OpenMP locks), or NULL. */
-static void configure(pl_class_t *c, const char *deflt, unsigned need, const char *fallback)
+/* Each variable is read and parsed once, here; a class that another
+ * variable configures when its own is unset (OpenMP locks: BATON_LOCK) or
+ * whose default derives from another's (rwlocks: elide in BATON_LOCK) gets
+ * that variable's parsed value, not its text again. */
+typedef struct {
+    baton_spec_t spec;
+    const char *text; /* as written (or the default), for messages */
+} pl_setting_t;
+
+static bool is_set(const char *value)
 {
-    const char *value = getenv(c->env);
-    if ((value == NULL || value[0] == '\0') && fallback != NULL)
-        value = getenv(fallback);
+    return value != NULL && value[0] != '\0';
+}
+
+static void parse(const pl_class_t *c, const char *value, const char *deflt, pl_setting_t *out)
+{
     char err[1024];
-    if (pl_config_class(c, value, deflt, need, err, sizeof err) != 0)
+    if (pl_config_parse(c, value, deflt, &out->spec, err, sizeof err) != 0)
+        pl_die("%s", err);
+    out->text = is_set(value) ? value : deflt;
+}
+
+static void configure(pl_class_t *c, const pl_setting_t *set, unsigned need)
+{
+    char err[1024];
+    if (pl_config_class_spec(c, &set->spec, set->text, need, err, sizeof err) != 0)
         pl_die("%s", err);
     pl_log("%s: %s%s (%zu bytes per lock)", c->what, c->spec, c->stock ? " (stock: glibc's own)" : "",
            c->stock ? (size_t)0 : c->slot + sizeof(void *) + c->extra);
 }
 
-/* BATON_RWLOCK's default: PL_DEFAULT_RWLOCK; but when BATON_LOCK elides,
- * readers and writers elide too (pl_config_rwlock_default()). */
-static const char *rwlock_default(void)
+static void configure_classes(void)
 {
-    static char buf[sizeof pl_rwlock_class.spec];
-    return pl_config_rwlock_default(getenv("BATON_LOCK"), PL_DEFAULT_RWLOCK, buf, sizeof buf);
+    const unsigned lock = BATON_CAP_LOCK | BATON_CAP_TRYLOCK;
+    const char *lock_value = getenv("BATON_LOCK");
+    pl_setting_t mutex, set;
+    parse(&pl_mutex_class, lock_value, PL_DEFAULT_LOCK, &mutex);
+    configure(&pl_mutex_class, &mutex, lock);
+
+    /* BATON_RWLOCK's default is PL_DEFAULT_RWLOCK; but when BATON_LOCK
+     * elides, readers and writers elide too (pl_config_rwlock_derive()). */
+    const char *rw = getenv("BATON_RWLOCK");
+    char derived[sizeof pl_rwlock_class.spec]; /* its text, for messages */
+    if (!is_set(rw) && pl_config_rwlock_derive(&mutex.spec, &set.spec) &&
+        baton_lockspec_print(&set.spec, derived, sizeof derived) < sizeof derived)
+        set.text = derived;
+    else
+        parse(&pl_rwlock_class, rw, PL_DEFAULT_RWLOCK, &set);
+    configure(&pl_rwlock_class, &set, lock | BATON_CAP_RW);
+
+    parse(&pl_spin_class, getenv("BATON_SPIN"), PL_DEFAULT_SPIN, &set);
+    configure(&pl_spin_class, &set, lock);
+
+    /* OpenMP locks: BATON_OMP_LOCK, else what BATON_LOCK said (or the
+     * default when it said nothing: PL_DEFAULT_OMP is PL_DEFAULT_LOCK). */
+    const char *omp = getenv("BATON_OMP_LOCK");
+    if (is_set(omp))
+        parse(&pl_omp_class, omp, PL_DEFAULT_OMP, &set);
+    else if (is_set(lock_value))
+        set = mutex;
+    else
+        parse(&pl_omp_class, NULL, PL_DEFAULT_OMP, &set);
+    configure(&pl_omp_class, &set, lock);
 }
 
 static void fork_prepare(void);
@@ -118,10 +161,7 @@ void pl_init_slow(void)
     }
     pl_verbose = pl_config_flag(getenv("BATON_VERBOSE"));
     pl_profiling = pl_config_flag(getenv("BATON_PROFILE"));
-    configure(&pl_mutex_class, PL_DEFAULT_LOCK, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, NULL);
-    configure(&pl_rwlock_class, rwlock_default(), BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_RW, NULL);
-    configure(&pl_spin_class, PL_DEFAULT_SPIN, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, NULL);
-    configure(&pl_omp_class, PL_DEFAULT_OMP, BATON_CAP_LOCK | BATON_CAP_TRYLOCK, "BATON_LOCK");
+    configure_classes();
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
         pl_die("pthread_atfork failed");
     if (pl_profiling)

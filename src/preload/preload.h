@@ -41,6 +41,7 @@
 #define BATON_PRELOAD_H
 
 #include "../base/kind.h"
+#include "../base/spec.h" /* baton_spec_t */
 #include "../base/syslock.h"
 
 #include <baton/atomic.h>
@@ -234,9 +235,22 @@ bool pl_config_flag(const char *value);
  * empty; the kind must offer the caps `need` (or be "pthread": stock).
  * 0, or -1 with the message in err. */
 int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err, size_t errlen);
-/* BATON_RWLOCK's default, given BATON_LOCK's value: `deflt`, or, when
- * BATON_LOCK elides, elide(rw(<inner>),prefer_readers) (elide(<inner>) when the inner kind
- * is a readers-writer kind already), written into buf. */
+/* pl_config_class in two steps, so that a variable is parsed once and its
+ * value serves several classes (BATON_LOCK: mutexes, OpenMP locks, the
+ * rwlocks' default).  pl_config_parse: `value` (`deflt` when unset or
+ * empty) into *s, 0 or -1.  pl_config_class_spec: configure c from *s;
+ * `text` is what the user wrote, for messages. */
+int pl_config_parse(const pl_class_t *c, const char *value, const char *deflt, baton_spec_t *s, char *err,
+                    size_t errlen);
+int pl_config_class_spec(pl_class_t *c, const baton_spec_t *s, const char *text, unsigned need, char *err,
+                         size_t errlen);
+/* BATON_RWLOCK's default, given BATON_LOCK's parsed spec: true, with
+ * elide(rw(<inner>),prefer_readers) in *rw (elide(<inner>) when the inner
+ * kind is a readers-writer kind already), when BATON_LOCK elides; false
+ * otherwise (the default stands). */
+bool pl_config_rwlock_derive(const baton_spec_t *lock, baton_spec_t *rw);
+/* The same from BATON_LOCK's text: `deflt`, or the derived spec printed
+ * into buf. */
 const char *pl_config_rwlock_default(const char *lock_value, const char *deflt, char *buf, size_t size);
 /* BATON_BARRIER: *stock for "pthread", else the spec (checked by making a
  * barrier of one) into spec; a line for BATON_VERBOSE into desc.  0 or -1. */

@@ -7,12 +7,13 @@
  * Each call either makes a lock or barrier, which is used once and freed,
  * or fails with errno set and a message: a failure without either traps.
  * Leaks (a lock that fails half-way through its init) are found by
- * LeakSanitizer.
+ * LeakSanitizer.  A lock spec that parses prints as text that parses to the
+ * same value (baton_spec_equal) and prints the same again.
  */
 #include <baton/barrier.h>
 #include <baton/baton.h>
 
-#include "api/registry.h" /* baton_spec_footprint */
+#include "api/registry.h" /* baton_spec_footprint, baton_lockspec_* */
 
 #include <errno.h>
 #include <stddef.h>
@@ -52,6 +53,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         baton_lock_free(l);
     }
     (void)baton_spec_footprint(spec);
+
+    baton_spec_t x, y;
+    if (baton_lockspec_parse(spec, &x) == 0) {
+        char t1[1024], t2[1024];
+        if (baton_lockspec_print(&x, t1, sizeof t1) >= sizeof t1 || baton_lockspec_parse(t1, &y) != 0 ||
+            !baton_spec_equal(&x, &y) || baton_lockspec_print(&y, t2, sizeof t2) >= sizeof t2 ||
+            strcmp(t1, t2) != 0)
+            __builtin_trap();
+    }
 
     unsigned threads = size > 0 ? 1u + data[0] % 64u : 1u;
     errno = 0;
