@@ -121,4 +121,86 @@ extern const baton_kind_t baton_kind_qd, baton_kind_mrqd, baton_kind_hqd, baton_
     baton_kind_fc, baton_kind_ccsynch, baton_kind_rw, baton_kind_elide;
 extern const baton_kind_t baton_kind_server; /* src/server/: server, ,chain, ,hier, ,hier,chain */
 
+/* --- adapters: the table's trampolines, written once ----------------------
+ * The table passes the lock state as void *; a kind's typed API takes its
+ * own struct.  Where an entry only converts the pointer and calls the typed
+ * function, the kind does not write the function out but names it here:
+ *
+ *   BATON_KIND_ADAPT(lock, baton_tas_lock)
+ *       static void k_lock(void *s) { baton_tas_lock(s); }
+ *   BATON_KIND_ADAPT_AT(unlock, qd_lock_t, qd_mutex_unlock, &l->core.mutex)
+ *       static int k_unlock(void *s) { qd_lock_t *l = s; return qd_mutex_unlock(&l->core.mutex); }
+ *
+ * The generated function is k_<op>, with the signature of the table's
+ * member <op> (the rows below), and the table names it as before
+ * (`.lock = k_lock`), which checks that the types agree.  Its body is
+ * the one call it always was, so it compiles to what the hand-written
+ * trampoline did: the typed function inlined, or a jump to it.  A debugger
+ * or a compiler error points at the line that names the adapter, and there
+ * is nothing in it to step through.
+ *
+ * An entry that does more than convert and call (an init that turns an
+ * option into the typed API's units, a release that leaves a free lock
+ * alone, anything that takes two locks) stays a function written out in the
+ * kind's file, with a comment that says what more it does.
+ *
+ * Each row: the return type, the parameters after the state and the
+ * arguments passed on (each a parenthesised list, with a leading comma),
+ * and `return`, or nothing where the member returns void. */
+#define BATON_KIND_SIG_destroy int, (), (), return
+#define BATON_KIND_SIG_lock void, (), (),
+#define BATON_KIND_SIG_trylock int, (), (), return
+#define BATON_KIND_SIG_unlock int, (), (), return
+#define BATON_KIND_SIG_release int, (), (), return
+#define BATON_KIND_SIG_is_locked int, (), (), return
+#define BATON_KIND_SIG_timedlock int, (, const baton_deadline_t *d), (, d), return
+#define BATON_KIND_SIG_timed bool, (), (), return
+#define BATON_KIND_SIG_execute int, (, baton_fn fn, void *ctx), (, fn, ctx), return
+#define BATON_KIND_SIG_delegate                                                                    \
+    int, (, baton_fn fn, const void *args, size_t size, baton_future_t *f), (, fn, args, size, f), return
+#define BATON_KIND_SIG_rlock void, (), (),
+#define BATON_KIND_SIG_runlock void, (), (),
+#define BATON_KIND_SIG_tryrlock int, (), (), return
+#define BATON_KIND_SIG_timedrlock int, (, const baton_deadline_t *d), (, d), return
+#define BATON_KIND_SIG_has_readers int, (), (), return
+#define BATON_KIND_SIG_stats void, (, baton_stats_t *out), (, out),
+
+/* Helpers: a row's parenthesised list without its parentheses, and the
+ * generated function itself. */
+#define BATON_KIND_LIST_(...) __VA_ARGS__
+#define BATON_KIND_OPEN_(list) BATON_KIND_LIST_ list
+#define BATON_KIND_FN_(ret, params, passed, ret_kw, op, call, first, decl)                        \
+    static ret k_##op(void *s BATON_KIND_OPEN_(params)) { decl ret_kw call(first BATON_KIND_OPEN_(passed)); }
+#define BATON_KIND_EXPAND_(m, ...) m(__VA_ARGS__)
+
+/* k_<op>: call(state, ...), the state passed as call's own pointer type. */
+#define BATON_KIND_ADAPT(op, call) BATON_KIND_EXPAND_(BATON_KIND_FN_, BATON_KIND_SIG_##op, op, call, s, )
+
+/* k_<op>: call(arg, ...), arg an expression of `l`, the state as a T *
+ * (a member, or the address of one). */
+#define BATON_KIND_ADAPT_AT(op, T, call, arg)                                                      \
+    BATON_KIND_EXPAND_(BATON_KIND_FN_, BATON_KIND_SIG_##op, op, call, arg, T *l = s;)
+
+/* k_init for a typed init that takes the waiting policy and nothing else. */
+#define BATON_KIND_ADAPT_INIT_WAIT(call)                                                           \
+    static int k_init(void *s, const baton_opts_t *o) { return call(s, &o->wait); }
+
+/* The mutex kinds of src/locks/: every entry from baton_<name>_destroy,
+ * _lock, _trylock, _unlock, _is_locked and _timedlock; init and release
+ * are the kind's (its own, or BATON_KIND_ADAPT_INIT_WAIT/ADAPT). */
+#define BATON_KIND_ADAPT_MUTEX(name)                                                               \
+    BATON_KIND_ADAPT(destroy, baton_##name##_destroy)                                              \
+    BATON_KIND_ADAPT(lock, baton_##name##_lock)                                                    \
+    BATON_KIND_ADAPT(trylock, baton_##name##_trylock)                                              \
+    BATON_KIND_ADAPT(unlock, baton_##name##_unlock)                                                \
+    BATON_KIND_ADAPT(is_locked, baton_##name##_is_locked)                                          \
+    BATON_KIND_ADAPT(timedlock, baton_##name##_timedlock)
+
+/* The table's members a mutex kind fills in with its k_ functions (all
+ * but release, which the kind names: k_release, or k_unlock where its
+ * unlock needs no owner and leaves a free lock free). */
+#define BATON_KIND_MUTEX_OPS                                                                       \
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock, .unlock = k_unlock, \
+    .is_locked = k_is_locked, .timedlock = k_timedlock
+
 #endif

@@ -134,7 +134,7 @@ static int k_release(void *s)
     return baton_load(&l->global.holder, memory_order_relaxed) == NULL ? 0 : unlock_by(l, baton_clh_release);
 }
 
-static int k_is_locked(void *s) { return baton_clh_is_locked(&((hqd_lock_t *)s)->global); }
+BATON_KIND_ADAPT_AT(is_locked, hqd_lock_t, baton_clh_is_locked, &l->global)
 
 /* --- registry entry ------------------------------------------------------- */
 

@@ -120,9 +120,9 @@ static int k_timedrlock(void *s, const baton_deadline_t *d)
     return ri_timedrlock(&l->readers, &l->qd.mutex.word, &l->write_barrier, l->read_patience, &l->qd.wait, d);
 }
 
-static int k_unlock(void *s) { return qd_mutex_unlock(&((mrqd_lock_t *)s)->qd.mutex); }
-static int k_is_locked(void *s) { return qd_mutex_is_locked(&((mrqd_lock_t *)s)->qd.mutex); }
-static int k_has_readers(void *s) { return ri_query(&((mrqd_lock_t *)s)->readers); }
+BATON_KIND_ADAPT_AT(unlock, mrqd_lock_t, qd_mutex_unlock, &l->qd.mutex)
+BATON_KIND_ADAPT_AT(is_locked, mrqd_lock_t, qd_mutex_is_locked, &l->qd.mutex)
+BATON_KIND_ADAPT_AT(has_readers, mrqd_lock_t, ri_query, &l->readers)
 
 /* --- registry entry ------------------------------------------------------- */
 
@@ -161,7 +161,7 @@ static int k_destroy(void *s)
     return rc;
 }
 
-static void k_stats(void *s, baton_stats_t *out) { qd_core_stats(&((mrqd_lock_t *)s)->qd, out); }
+BATON_KIND_ADAPT_AT(stats, mrqd_lock_t, qd_core_stats, &l->qd)
 
 static size_t k_footprint(const baton_opts_t *o)
 {

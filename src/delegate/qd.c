@@ -506,9 +506,9 @@ static int k_timedlock(void *s, const baton_deadline_t *d)
     }
 }
 
-static int k_unlock(void *s) { return qd_mutex_unlock(&((qd_lock_t *)s)->core.mutex); }
-static int k_is_locked(void *s) { return qd_mutex_is_locked(&((qd_lock_t *)s)->core.mutex); }
-static void k_stats(void *s, baton_stats_t *out) { qd_core_stats(&((qd_lock_t *)s)->core, out); }
+BATON_KIND_ADAPT_AT(unlock, qd_lock_t, qd_mutex_unlock, &l->core.mutex)
+BATON_KIND_ADAPT_AT(is_locked, qd_lock_t, qd_mutex_is_locked, &l->core.mutex)
+BATON_KIND_ADAPT_AT(stats, qd_lock_t, qd_core_stats, &l->core)
 
 const baton_kind_t baton_kind_qd = {
     .name = "qd",

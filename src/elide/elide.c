@@ -506,7 +506,7 @@ static BATON_RTM_FN int k_timedlock(void *s, const baton_deadline_t *d)
     return rc;
 }
 
-static bool k_timed(void *s) { return baton_lock_timed(((elide_lock_t *)s)->inner) != 0; }
+BATON_KIND_ADAPT_AT(timed, elide_lock_t, baton_lock_timed, l->inner)
 
 static BATON_RTM_FN int k_timedrlock(void *s, const baton_deadline_t *d)
 {

@@ -237,14 +237,10 @@ int baton_clh_release(baton_clh_t *l)
 /* --- registry entry ------------------------------------------------------- */
 #include "../base/kind.h"
 
-static int k_init(void *s, const baton_opts_t *o) { return baton_clh_init(s, &o->wait); }
-static int k_destroy(void *s) { return baton_clh_destroy(s); }
-static void k_lock(void *s) { baton_clh_lock(s); }
-static int k_trylock(void *s) { return baton_clh_trylock(s); }
-static int k_unlock(void *s) { return baton_clh_unlock(s); }
-static int k_release(void *s) { return baton_clh_release(s); }
-static int k_is_locked(void *s) { return baton_clh_is_locked(s); }
-static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_clh_timedlock(s, d); }
+BATON_KIND_ADAPT_INIT_WAIT(baton_clh_init)
+BATON_KIND_ADAPT_MUTEX(clh)
+BATON_KIND_ADAPT(release, baton_clh_release)
+
 /* The lock owns one queue node from the arena (the dummy init takes). */
 static size_t k_footprint(const baton_opts_t *o) { (void)o; return sizeof(baton_qnode_t); }
 
@@ -256,7 +252,5 @@ const baton_kind_t baton_kind_clh = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_clh_t), .align = _Alignof(baton_clh_t),
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .footprint = k_footprint,
-    .timedlock = k_timedlock,
+    BATON_KIND_MUTEX_OPS, .release = k_release, .footprint = k_footprint,
 };

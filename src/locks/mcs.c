@@ -176,14 +176,9 @@ int baton_mcs_release(baton_mcs_t *l)
 /* --- registry entry ------------------------------------------------------- */
 #include "../base/kind.h"
 
-static int k_init(void *s, const baton_opts_t *o) { return baton_mcs_init(s, &o->wait); }
-static int k_destroy(void *s) { return baton_mcs_destroy(s); }
-static void k_lock(void *s) { baton_mcs_lock(s); }
-static int k_trylock(void *s) { return baton_mcs_trylock(s); }
-static int k_unlock(void *s) { return baton_mcs_unlock(s); }
-static int k_release(void *s) { return baton_mcs_release(s); }
-static int k_is_locked(void *s) { return baton_mcs_is_locked(s); }
-static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_mcs_timedlock(s, d); }
+BATON_KIND_ADAPT_INIT_WAIT(baton_mcs_init)
+BATON_KIND_ADAPT_MUTEX(mcs)
+BATON_KIND_ADAPT(release, baton_mcs_release)
 
 const baton_kind_t baton_kind_mcs = {
     .name = "mcs",
@@ -193,6 +188,5 @@ const baton_kind_t baton_kind_mcs = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_mcs_t), .align = _Alignof(baton_mcs_t),
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
+    BATON_KIND_MUTEX_OPS, .release = k_release,
 };

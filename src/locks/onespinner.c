@@ -198,14 +198,9 @@ int baton_onespinner_release(baton_onespinner_t *l)
 /* --- registry entry ------------------------------------------------------- */
 #include "../base/kind.h"
 
-static int k_init(void *s, const baton_opts_t *o) { return baton_onespinner_init(s, &o->wait); }
-static int k_destroy(void *s) { return baton_onespinner_destroy(s); }
-static void k_lock(void *s) { baton_onespinner_lock(s); }
-static int k_trylock(void *s) { return baton_onespinner_trylock(s); }
-static int k_unlock(void *s) { return baton_onespinner_unlock(s); }
-static int k_release(void *s) { return baton_onespinner_release(s); }
-static int k_is_locked(void *s) { return baton_onespinner_is_locked(s); }
-static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_onespinner_timedlock(s, d); }
+BATON_KIND_ADAPT_INIT_WAIT(baton_onespinner_init)
+BATON_KIND_ADAPT_MUTEX(onespinner)
+BATON_KIND_ADAPT(release, baton_onespinner_release)
 
 const baton_kind_t baton_kind_onespinner = {
     .name = "onespinner",
@@ -215,6 +210,5 @@ const baton_kind_t baton_kind_onespinner = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_onespinner_t), .align = _Alignof(baton_onespinner_t),
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
+    BATON_KIND_MUTEX_OPS, .release = k_release,
 };

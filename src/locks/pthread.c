@@ -25,7 +25,9 @@ static int k_init(void *s, const baton_opts_t *o)
     return rc;
 }
 
-static int k_trylock(void *s) { return pthread_mutex_trylock(&((pthread_state_t *)s)->m); }
+BATON_KIND_ADAPT_AT(lock, pthread_state_t, pthread_mutex_lock, &l->m)
+BATON_KIND_ADAPT_AT(trylock, pthread_state_t, pthread_mutex_trylock, &l->m)
+BATON_KIND_ADAPT_AT(unlock, pthread_state_t, pthread_mutex_unlock, &l->m)
 
 static int k_is_locked(void *s)
 {
@@ -50,7 +52,6 @@ static int k_destroy(void *s)
     return pthread_mutex_destroy(&((pthread_state_t *)s)->m);
 }
 
-static void k_lock(void *s) { (void)pthread_mutex_lock(&((pthread_state_t *)s)->m); }
 #if defined(__SANITIZE_THREAD__)
 #define PTHREAD_NO_CLOCKLOCK 1
 #elif defined(__has_feature)
@@ -84,7 +85,7 @@ static int k_timedlock(void *s, const baton_deadline_t *d)
     return pthread_mutex_clocklock(m, d->clock, &d->at);
 #endif
 }
-static int k_unlock(void *s) { return pthread_mutex_unlock(&((pthread_state_t *)s)->m); }
+
 /* A NORMAL mutex's unlock needs no owner (check=1: ERRORCHECK refuses with
  * EPERM); a free one is left alone: glibc's unlock would wrap its user
  * count, and its destroy would then answer EBUSY for good. */
@@ -98,6 +99,5 @@ const baton_kind_t baton_kind_pthread = {
     .waits = BATON_WAITS_NONE,
     .default_wait = BATON_NO_WAIT,
     .size = sizeof(pthread_state_t), .align = _Alignof(pthread_state_t),
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
+    BATON_KIND_MUTEX_OPS, .release = k_release,
 };

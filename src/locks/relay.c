@@ -466,17 +466,15 @@ static const baton_option_desc_t relay_options[] = {
      "how long the queue head waits before the owner must hand over (us)"},
 };
 
+/* Written out: the option is in microseconds, the typed init takes
+ * nanoseconds. */
 static int k_init(void *s, const baton_opts_t *o)
 {
     return baton_relay_init(s, &o->wait, (uint32_t)(o->value[0] * 1000u));
 }
-static int k_destroy(void *s) { return baton_relay_destroy(s); }
-static void k_lock(void *s) { baton_relay_lock(s); }
-static int k_trylock(void *s) { return baton_relay_trylock(s); }
-static int k_unlock(void *s) { return baton_relay_unlock(s); }
-static int k_release(void *s) { return baton_relay_release(s); }
-static int k_is_locked(void *s) { return baton_relay_is_locked(s); }
-static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_relay_timedlock(s, d); }
+
+BATON_KIND_ADAPT_MUTEX(relay)
+BATON_KIND_ADAPT(release, baton_relay_release)
 
 const baton_kind_t baton_kind_relay = {
     .name = "relay",
@@ -487,6 +485,5 @@ const baton_kind_t baton_kind_relay = {
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_relay_t), .align = _Alignof(baton_relay_t),
     .options = relay_options, .noptions = sizeof relay_options / sizeof relay_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
+    BATON_KIND_MUTEX_OPS, .release = k_release,
 };

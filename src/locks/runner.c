@@ -822,16 +822,15 @@ static const baton_option_desc_t runner_options[] = {
      "how long the heir lets the owner keep the lock before demanding it (us; 0: adaptive, 8 wake-up latencies)"},
 };
 
+/* Written out: the option is in microseconds, the typed init takes
+ * nanoseconds. */
 static int k_init(void *s, const baton_opts_t *o)
 {
     return baton_runner_init(s, &o->wait, (uint32_t)(o->value[0] * 1000u));
 }
-static int k_destroy(void *s) { return baton_runner_destroy(s); }
-static void k_lock(void *s) { baton_runner_lock(s); }
-static int k_trylock(void *s) { return baton_runner_trylock(s); }
-static int k_unlock(void *s) { return baton_runner_unlock(s); }
-static int k_is_locked(void *s) { return baton_runner_is_locked(s); }
-static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_runner_timedlock(s, d); }
+
+BATON_KIND_ADAPT_MUTEX(runner)
+
 static int k_release(void *s)
 {
     /* A free lock is left alone (glibc returns 0 for a NORMAL mutex too). */
@@ -847,6 +846,5 @@ const baton_kind_t baton_kind_runner = {
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(baton_runner_t), .align = _Alignof(baton_runner_t),
     .options = runner_options, .noptions = sizeof runner_options / sizeof runner_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
+    BATON_KIND_MUTEX_OPS, .release = k_release,
 };

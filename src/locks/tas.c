@@ -94,13 +94,8 @@ int baton_tas_timedlock(baton_tas_t *l, const baton_deadline_t *d)
 /* --- registry entry ------------------------------------------------------- */
 #include "../base/kind.h"
 
-static int k_init(void *s, const baton_opts_t *o) { return baton_tas_init(s, &o->wait); }
-static int k_destroy(void *s) { return baton_tas_destroy(s); }
-static void k_lock(void *s) { baton_tas_lock(s); }
-static int k_trylock(void *s) { return baton_tas_trylock(s); }
-static int k_unlock(void *s) { return baton_tas_unlock(s); }
-static int k_is_locked(void *s) { return baton_tas_is_locked(s); }
-static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_tas_timedlock(s, d); }
+BATON_KIND_ADAPT_INIT_WAIT(baton_tas_init)
+BATON_KIND_ADAPT_MUTEX(tas)
 
 const baton_kind_t baton_kind_tas = {
     .name = "tas",
@@ -109,7 +104,6 @@ const baton_kind_t baton_kind_tas = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_tas_t), .align = _Alignof(baton_tas_t),
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
     /* The unlock needs no owner, and leaves a free lock free. */
-    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked, .timedlock = k_timedlock,
+    BATON_KIND_MUTEX_OPS, .release = k_unlock,
 };

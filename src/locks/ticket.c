@@ -67,13 +67,9 @@ int baton_ticket_timedlock(baton_ticket_t *l, const baton_deadline_t *d)
 /* --- registry entry ------------------------------------------------------- */
 #include "../base/kind.h"
 
-static int k_init(void *s, const baton_opts_t *o) { return baton_ticket_init(s, &o->wait); }
-static int k_destroy(void *s) { return baton_ticket_destroy(s); }
-static void k_lock(void *s) { baton_ticket_lock(s); }
-static int k_trylock(void *s) { return baton_ticket_trylock(s); }
-static int k_unlock(void *s) { return baton_ticket_unlock(s); }
-static int k_is_locked(void *s) { return baton_ticket_is_locked(s); }
-static int k_timedlock(void *s, const baton_deadline_t *d) { return baton_ticket_timedlock(s, d); }
+BATON_KIND_ADAPT_INIT_WAIT(baton_ticket_init)
+BATON_KIND_ADAPT_MUTEX(ticket)
+
 /* The unlock needs no owner, but on a free lock it would serve a ticket
  * nobody drew, and the next one drawn would wait for a wrap of the counter:
  * leave a free lock alone (glibc's unlock of a free NORMAL mutex returns 0
@@ -88,6 +84,5 @@ const baton_kind_t baton_kind_ticket = {
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
     .size = sizeof(baton_ticket_t), .align = _Alignof(baton_ticket_t),
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .timedlock = k_timedlock,
+    BATON_KIND_MUTEX_OPS, .release = k_release,
 };

@@ -127,6 +127,14 @@ static inline void barrier_init_once(void)
         configure();
 }
 
+/* `whose` (PL_ENTER) for every barrier: PL_FORWARD when BATON_BARRIER is
+ * pthread (glibc's own), else 0.  Configures first. */
+static inline int barrier_whose(void)
+{
+    barrier_init_once();
+    return stock ? PL_FORWARD : 0;
+}
+
 static inline pl_barrier_t *as_pl(pthread_barrier_t *b)
 {
     return (pl_barrier_t *)(void *)b;
@@ -175,9 +183,7 @@ PRELOAD_API int pthread_barrier_init(pthread_barrier_t *barrier, const pthread_b
 
 PRELOAD_API int pthread_barrier_wait(pthread_barrier_t *barrier)
 {
-    barrier_init_once();
-    if (stock)
-        return real.wait(barrier);
+    PL_ENTER(barrier_whose(), real.wait(barrier));
     pl_barrier_t *p = as_pl(barrier);
     for (;;) {
         /* Seq_cst, with the load of the handle and of `dying` below, against
@@ -240,9 +246,7 @@ static bool await_leavers(pl_barrier_t *p)
 
 PRELOAD_API int pthread_barrier_destroy(pthread_barrier_t *barrier)
 {
-    barrier_init_once();
-    if (stock)
-        return real.destroy(barrier);
+    PL_ENTER(barrier_whose(), real.destroy(barrier));
     pl_barrier_t *p = as_pl(barrier);
     /* Acquire: pairs with the release store of the handle in init. */
     uint32_t h = baton_load(&p->handle, memory_order_acquire);

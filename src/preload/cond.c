@@ -31,16 +31,21 @@ _Static_assert(_Alignof(baton_cv_t) <= _Alignof(pthread_cond_t), "and needs no m
 static int cv_unlock(void *m) { return pthread_mutex_unlock(m); }
 static int cv_lock(void *m) { return pthread_mutex_lock(m); }
 
-static int cv_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
-{
-    const baton_cv_mutex_t mx = {.unlock = cv_unlock, .lock = cv_lock, .m = m};
-    return baton_cv_wait((baton_cv_t *)c, &mx, clock, abstime);
-}
-
 /* Profiling: one condition wait on this mutex, attributed to the caller. */
 __attribute__((noinline, cold)) static void cv_profile(pthread_mutex_t *m, const void *caller)
 {
     pl_prof_cond_wait(pl_prof_get(m, PL_PROF_MUTEX, caller));
+}
+
+/* Every wait, once its arguments are checked: the profiler's count, then
+ * baton's condvar. */
+static int cv_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime,
+                   const void *caller)
+{
+    if (BATON_UNLIKELY(pl_profiling))
+        cv_profile(m, caller);
+    const baton_cv_mutex_t mx = {.unlock = cv_unlock, .lock = cv_lock, .m = m};
+    return baton_cv_wait((baton_cv_t *)c, &mx, clock, abstime);
 }
 
 PRELOAD_API int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr)
@@ -69,9 +74,7 @@ PRELOAD_API int pthread_cond_destroy(pthread_cond_t *c)
 PRELOAD_API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
     pl_init();
-    if (BATON_UNLIKELY(pl_profiling))
-        cv_profile(m, __builtin_return_address(0));
-    return cv_wait(c, m, CLOCK_REALTIME, NULL);
+    return cv_wait(c, m, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
@@ -79,9 +82,7 @@ PRELOAD_API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, co
     pl_init();
     if (!pl_timespec_valid(abstime))
         return EINVAL;
-    if (BATON_UNLIKELY(pl_profiling))
-        cv_profile(m, __builtin_return_address(0));
-    return cv_wait(c, m, baton_cv_clock((const baton_cv_t *)c), abstime);
+    return cv_wait(c, m, baton_cv_clock((const baton_cv_t *)c), abstime, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
@@ -92,9 +93,7 @@ PRELOAD_API int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cl
         return EINVAL;
     if (!pl_timespec_valid(abstime))
         return EINVAL;
-    if (BATON_UNLIKELY(pl_profiling))
-        cv_profile(m, __builtin_return_address(0));
-    return cv_wait(c, m, clock, abstime);
+    return cv_wait(c, m, clock, abstime, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_cond_signal(pthread_cond_t *c)

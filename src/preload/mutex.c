@@ -137,7 +137,8 @@ __attribute__((noinline, cold)) static void fall_back(const void *owner, uint32_
     baton_store(&m->handle, PL_HANDLE_FWD, memory_order_release);
 }
 
-/* Configure, then: PL_FORWARD for glibc's mutexes (stock class; robust,
+/* `whose` (PL_ENTER) for a mutex.  Configure, then: PL_FORWARD for
+ * glibc's mutexes (stock class; robust,
  * process-shared and priority ones; those made glibc's), else the state its
  * handle word names (pl_handle_state(): 0 with *sp set, or PL_NO_STATE
  * when not `create`).  A state found here marks the type adopted
@@ -272,9 +273,7 @@ static int fwd_unlock(pthread_mutex_t *pm)
 
 PRELOAD_API int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr)
 {
-    pl_init();
-    if (pl_mutex_class.stock)
-        return pl_real()->mutex_init(pm, attr);
+    PL_ENTER(pl_stock(&pl_mutex_class), pl_real()->mutex_init(pm, attr));
     int type = PTHREAD_MUTEX_DEFAULT;
     if (attr != NULL) {
         int pshared = PTHREAD_PROCESS_PRIVATE, robust = PTHREAD_MUTEX_STALLED, proto = PTHREAD_PRIO_NONE;
@@ -345,11 +344,7 @@ static int relock_by_owner(pl_mutex_t *m, uint32_t t, int refusal)
 static int lock_slow(pl_mutex_t *m, const void *caller)
 {
     void *s = NULL;
-    int rc = resolve(m, &s, true);
-    if (rc == PL_FORWARD)
-        return fwd_lock((pthread_mutex_t *)m, caller);
-    if (rc != 0)
-        return rc;
+    PL_ENTER(resolve(m, &s, true), fwd_lock((pthread_mutex_t *)m, caller));
     uint32_t t = baton_load(&m->type, memory_order_relaxed); /* adopted, or about to be marked so */
     if (checked(t)) {
         uintptr_t self = baton_self_token();
@@ -380,18 +375,14 @@ PRELOAD_API int pthread_mutex_lock(pthread_mutex_t *pm)
 static int trylock_slow(pl_mutex_t *m, const void *caller)
 {
     void *s = NULL;
-    int rc = resolve(m, &s, true);
-    if (rc == PL_FORWARD)
-        return fwd_trylock((pthread_mutex_t *)m, caller);
-    if (rc != 0)
-        return rc;
+    PL_ENTER(resolve(m, &s, true), fwd_trylock((pthread_mutex_t *)m, caller));
     uint32_t t = baton_load(&m->type, memory_order_relaxed);
     if (!checked(t))
         return try_acquire(m, s, caller);
     uintptr_t self = baton_self_token();
     if (baton_load(&m->owner, memory_order_relaxed) == self) /* see lock_slow() */
         return relock_by_owner(m, t, EBUSY);
-    rc = try_acquire(m, s, caller);
+    int rc = try_acquire(m, s, caller);
     if (rc == 0) {
         baton_store(&m->owner, self, memory_order_relaxed);
         m->count = 0;
@@ -429,18 +420,14 @@ static int timed_acquire(void *s, clockid_t clock, const struct timespec *abstim
 static int timed_lock(pl_mutex_t *m, clockid_t clock, const struct timespec *abstime, const void *caller)
 {
     void *s = NULL;
-    int rc = resolve(m, &s, true);
-    if (rc == PL_FORWARD)
-        return pl_real()->mutex_clocklock((pthread_mutex_t *)m, clock, abstime);
-    if (rc != 0)
-        return rc;
+    PL_ENTER(resolve(m, &s, true), pl_real()->mutex_clocklock((pthread_mutex_t *)m, clock, abstime));
     uint32_t t = baton_load(&m->type, memory_order_relaxed);
     uintptr_t self = baton_self_token();
     if (checked(t) && baton_load(&m->owner, memory_order_relaxed) == self) /* see lock_slow() */
         return relock_by_owner(m, t, EDEADLK);
     const baton_kind_t *k = pl_mutex_class.kind;
     pl_prof_t *p = BATON_UNLIKELY(pl_profiling) ? prof_of(m, caller) : NULL;
-    rc = k->trylock(s);
+    int rc = k->trylock(s);
     if (rc != 0) {
         /* It would block: only now is the deadline looked at (glibc). */
         if (!pl_timespec_valid(abstime))

@@ -169,11 +169,15 @@ static inline pl_fn stock(int i)
     return BATON_LIKELY(f != NULL) ? f : stock_lookup(i);
 }
 
-/* Is BATON_LOCK=pthread?  Also configures the interposer on first use. */
-static inline bool stock_mode(void)
+/* libgomp's function i, as the type of ours, `fn`, that it stands for. */
+#define STOCK(i, fn) ((__typeof__(&fn))stock(i))
+
+/* `whose` (PL_ENTER) for every omp lock and critical section: PL_FORWARD
+ * when BATON_LOCK=pthread (libgomp's own), else 0.  Also configures the
+ * interposer on first use. */
+static inline int stock_mode(void)
 {
-    pl_init();
-    return pl_omp_class.stock;
+    return pl_stock(&pl_omp_class);
 }
 
 /* --- lock states ------------------------------------------------------------------- */
@@ -357,17 +361,25 @@ static inline void release(void *s, _Atomic uint32_t *w, const void *addr, pl_pr
         (void)pl_omp_class.release(s);
 }
 
-/* A critical section's slot: acquire and release whatever it holds. */
-static inline void critical_acquire(void *s, const void *addr, _Atomic(pl_prof_t *) *cache, const void *caller)
+/* A critical section's slot (the profiler knows it by the slot's address):
+ * acquire whatever it holds, made on first use by `what`; release it, if
+ * anything was ever made. */
+static inline void critical_acquire(_Atomic(void *) *slot, const char *what, _Atomic(pl_prof_t *) *cache,
+                                    const void *caller)
 {
+    void *s = slot_state(slot, what);
     _Atomic uint32_t *w = in_place_word(s);
-    acquire(w != NULL ? NULL : s, w, addr, PL_PROF_CRITICAL, cache, caller);
+    acquire(w != NULL ? NULL : s, w, slot, PL_PROF_CRITICAL, cache, caller);
 }
 
-static inline void critical_release(void *s, const void *addr, _Atomic(pl_prof_t *) *cache)
+static inline void critical_release(_Atomic(void *) *slot, _Atomic(pl_prof_t *) *cache)
 {
+    /* Acquire: pairs with the release CAS in create_in_slot(). */
+    void *s = baton_load(slot, memory_order_acquire);
+    if (BATON_UNLIKELY(s == NULL))
+        return;
     _Atomic uint32_t *w = in_place_word(s);
-    release(w != NULL ? NULL : s, w, addr, PL_PROF_CRITICAL, cache);
+    release(w != NULL ? NULL : s, w, slot, PL_PROF_CRITICAL, cache);
 }
 
 /* Destroy what a handle word names, unless it is held.  Garbage is left as
@@ -424,10 +436,7 @@ static void unset_by_handle(_Atomic uint32_t *hw, const void *addr)
 
 PRELOAD_API void omp_init_lock(pl_omp_lock_t *lock)
 {
-    if (stock_mode()) {
-        ((void (*)(pl_omp_lock_t *))stock(S_INIT))(lock);
-        return;
-    }
+    PL_ENTER_VOID(stock_mode(), STOCK(S_INIT, omp_init_lock)(lock));
     /* Relaxed: initialisation precedes every use, which the program orders
      * (sharing a lock with other threads needs synchronisation anyway). */
     baton_store(&lock->handle, 0u, memory_order_relaxed);
@@ -449,36 +458,26 @@ PRELOAD_API void omp_init_lock_with_hint(pl_omp_lock_t *lock, int hint)
 
 PRELOAD_API void omp_destroy_lock(pl_omp_lock_t *lock)
 {
-    if (stock_mode()) {
-        ((void (*)(pl_omp_lock_t *))stock(S_DESTROY))(lock);
-        return;
-    }
+    PL_ENTER_VOID(stock_mode(), STOCK(S_DESTROY, omp_destroy_lock)(lock));
     destroy_by_handle(&lock->handle, lock, "omp_destroy_lock");
 }
 
 PRELOAD_API void omp_set_lock(pl_omp_lock_t *lock)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        ((void (*)(pl_omp_lock_t *))stock(S_SET))(lock);
-        return;
-    }
+    PL_ENTER_VOID(stock_mode(), STOCK(S_SET, omp_set_lock)(lock));
     void *s = set_state(&lock->handle, lock);
     acquire(s, &lock->handle, lock, PL_PROF_OMP, NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API void omp_unset_lock(pl_omp_lock_t *lock)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        ((void (*)(pl_omp_lock_t *))stock(S_UNSET))(lock);
-        return;
-    }
+    PL_ENTER_VOID(stock_mode(), STOCK(S_UNSET, omp_unset_lock)(lock));
     unset_by_handle(&lock->handle, lock);
 }
 
 PRELOAD_API int omp_test_lock(pl_omp_lock_t *lock)
 {
-    if (BATON_UNLIKELY(stock_mode()))
-        return ((int (*)(pl_omp_lock_t *))stock(S_TEST))(lock);
+    PL_ENTER(stock_mode(), STOCK(S_TEST, omp_test_lock)(lock));
     uint32_t v = 0;
     void *s = word_state(&lock->handle, lock, &v);
     if (BATON_UNLIKELY(s == NULL && !in_place(v)))
@@ -498,10 +497,7 @@ static void nest_init(pl_omp_nest_lock_t *lock)
 
 PRELOAD_API void omp_init_nest_lock(pl_omp_nest_lock_t *lock)
 {
-    if (stock_mode()) {
-        ((void (*)(pl_omp_nest_lock_t *))stock(S_NINIT))(lock);
-        return;
-    }
+    PL_ENTER_VOID(stock_mode(), STOCK(S_NINIT, omp_init_nest_lock)(lock));
     nest_init(lock);
 }
 
@@ -521,10 +517,7 @@ PRELOAD_API void omp_init_nest_lock_with_hint(pl_omp_nest_lock_t *lock, int hint
 
 PRELOAD_API void omp_destroy_nest_lock(pl_omp_nest_lock_t *lock)
 {
-    if (stock_mode()) {
-        ((void (*)(pl_omp_nest_lock_t *))stock(S_NDESTROY))(lock);
-        return;
-    }
+    PL_ENTER_VOID(stock_mode(), STOCK(S_NDESTROY, omp_destroy_nest_lock)(lock));
     /* Relaxed: the program orders destroy after every use. */
     if (baton_load(&lock->owner, memory_order_relaxed) != 0) {
         pl_log("omp_destroy_nest_lock(%p): the lock is held; left as it is", (void *)lock);
@@ -545,10 +538,7 @@ static inline bool nest_deeper(pl_omp_nest_lock_t *lock)
 
 PRELOAD_API void omp_set_nest_lock(pl_omp_nest_lock_t *lock)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        ((void (*)(pl_omp_nest_lock_t *))stock(S_NSET))(lock);
-        return;
-    }
+    PL_ENTER_VOID(stock_mode(), STOCK(S_NSET, omp_set_nest_lock)(lock));
     uintptr_t self = baton_self_token();
     /* Relaxed: only the owner stores its own token there, so a thread finds
      * its token only if it wrote it itself (and count is then its own). */
@@ -565,10 +555,7 @@ PRELOAD_API void omp_set_nest_lock(pl_omp_nest_lock_t *lock)
 
 PRELOAD_API void omp_unset_nest_lock(pl_omp_nest_lock_t *lock)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        ((void (*)(pl_omp_nest_lock_t *))stock(S_NUNSET))(lock);
-        return;
-    }
+    PL_ENTER_VOID(stock_mode(), STOCK(S_NUNSET, omp_unset_nest_lock)(lock));
     /* Relaxed: see omp_set_nest_lock(). */
     if (BATON_UNLIKELY(baton_load(&lock->owner, memory_order_relaxed) != baton_self_token()))
         return; /* not ours: misuse, ignored */
@@ -585,8 +572,7 @@ PRELOAD_API void omp_unset_nest_lock(pl_omp_nest_lock_t *lock)
 
 PRELOAD_API int omp_test_nest_lock(pl_omp_nest_lock_t *lock)
 {
-    if (BATON_UNLIKELY(stock_mode()))
-        return ((int (*)(pl_omp_nest_lock_t *))stock(S_NTEST))(lock);
+    PL_ENTER(stock_mode(), STOCK(S_NTEST, omp_test_nest_lock)(lock));
     uintptr_t self = baton_self_token();
     /* Relaxed: see omp_set_nest_lock(). */
     if (baton_load(&lock->owner, memory_order_relaxed) == self)
@@ -611,24 +597,14 @@ static _Atomic(pl_prof_t *) critical_prof, atomic_prof;
 
 PRELOAD_API void GOMP_critical_start(void)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        stock(S_CSTART)();
-        return;
-    }
-    void *s = slot_state(&critical_lock, "GOMP_critical_start");
-    critical_acquire(s, &critical_lock, &critical_prof, __builtin_return_address(0));
+    PL_ENTER_VOID(stock_mode(), STOCK(S_CSTART, GOMP_critical_start)());
+    critical_acquire(&critical_lock, "GOMP_critical_start", &critical_prof, __builtin_return_address(0));
 }
 
 PRELOAD_API void GOMP_critical_end(void)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        stock(S_CEND)();
-        return;
-    }
-    /* Acquire: pairs with the release CAS in create_in_slot(). */
-    void *s = baton_load(&critical_lock, memory_order_acquire);
-    if (BATON_LIKELY(s != NULL))
-        critical_release(s, &critical_lock, &critical_prof);
+    PL_ENTER_VOID(stock_mode(), STOCK(S_CEND, GOMP_critical_end)());
+    critical_release(&critical_lock, &critical_prof);
 }
 
 /* The compiler's slot for a named critical section is a pointer-sized,
@@ -636,45 +612,24 @@ PRELOAD_API void GOMP_critical_end(void)
  * keep the state's pointer there. */
 PRELOAD_API void GOMP_critical_name_start(void **pptr)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        ((void (*)(void **))stock(S_CNSTART))(pptr);
-        return;
-    }
-    _Atomic(void *) *slot = (_Atomic(void *) *)pptr;
-    void *s = slot_state(slot, "GOMP_critical_name_start");
-    critical_acquire(s, pptr, NULL, __builtin_return_address(0));
+    PL_ENTER_VOID(stock_mode(), STOCK(S_CNSTART, GOMP_critical_name_start)(pptr));
+    critical_acquire((_Atomic(void *) *)pptr, "GOMP_critical_name_start", NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API void GOMP_critical_name_end(void **pptr)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        ((void (*)(void **))stock(S_CNEND))(pptr);
-        return;
-    }
-    /* Acquire: pairs with the release CAS in create_in_slot(). */
-    void *s = baton_load((_Atomic(void *) *)pptr, memory_order_acquire);
-    if (BATON_LIKELY(s != NULL))
-        critical_release(s, pptr, NULL);
+    PL_ENTER_VOID(stock_mode(), STOCK(S_CNEND, GOMP_critical_name_end)(pptr));
+    critical_release((_Atomic(void *) *)pptr, NULL);
 }
 
 PRELOAD_API void GOMP_atomic_start(void)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        stock(S_ASTART)();
-        return;
-    }
-    void *s = slot_state(&atomic_lock, "GOMP_atomic_start");
-    critical_acquire(s, &atomic_lock, &atomic_prof, __builtin_return_address(0));
+    PL_ENTER_VOID(stock_mode(), STOCK(S_ASTART, GOMP_atomic_start)());
+    critical_acquire(&atomic_lock, "GOMP_atomic_start", &atomic_prof, __builtin_return_address(0));
 }
 
 PRELOAD_API void GOMP_atomic_end(void)
 {
-    if (BATON_UNLIKELY(stock_mode())) {
-        stock(S_AEND)();
-        return;
-    }
-    /* Acquire: pairs with the release CAS in create_in_slot(). */
-    void *s = baton_load(&atomic_lock, memory_order_acquire);
-    if (BATON_LIKELY(s != NULL))
-        critical_release(s, &atomic_lock, &atomic_prof);
+    PL_ENTER_VOID(stock_mode(), STOCK(S_AEND, GOMP_atomic_end)());
+    critical_release(&atomic_lock, &atomic_prof);
 }

@@ -207,6 +207,39 @@ static inline void *pl_state_lookup(pl_class_t *c, uint32_t handle, const void *
     return chunk + PL_CHUNK_OWNERS_BYTES + (size_t)j * c->slot;
 }
 
+/* --- entry points: whose is the object? ---------------------------------------
+ * Every interposed call on an object that may be another implementation's
+ * (glibc's; libgomp's in stock mode) begins the same way: it asks whose the
+ * object is and hands the call on when it is not baton's.  `whose` is an
+ * int expression that answers: 0, baton's (and the state is set, where the
+ * lookup finds one); PL_FORWARD, the real implementation's; anything else,
+ * an error code for the call to return as it is.  PL_ENTER returns, when
+ * the object is not baton's, `forward` (the same call on the real function)
+ * or the error; PL_ENTER_VOID, for calls that return nothing, runs
+ * `forward` and returns.  Macros, since they return from the entry point:
+ * the only statement in them that does. */
+#define PL_ENTER(whose, forward)                                                                   \
+    do {                                                                                           \
+        int pl_whose_ = (whose);                                                                   \
+        if (BATON_UNLIKELY(pl_whose_ != 0))                                                        \
+            return pl_whose_ == PL_FORWARD ? (forward) : pl_whose_;                                \
+    } while (0)
+#define PL_ENTER_VOID(whose, forward)                                                              \
+    do {                                                                                           \
+        if (BATON_UNLIKELY((whose) != 0)) {                                                        \
+            forward;                                                                               \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* `whose` for every object of class c: PL_FORWARD when the class is stock
+ * (its spec is "pthread"), else 0.  Configures the interposer first. */
+static inline int pl_stock(const pl_class_t *c)
+{
+    pl_init();
+    return c->stock ? PL_FORWARD : 0;
+}
+
 /* --- in-place locks -----------------------------------------------------------
  * A 32-bit word that is its own test-and-test-and-set lock, waiting through
  * the wait layer (spin for the calibrated budget, then yield; never a futex,

@@ -257,15 +257,27 @@ __attribute__((noinline)) static int state_slow(pl_rwlock_t *r, void **sp, bool 
     return pl_handle_state(&pl_rwlock_class, &r->handle, r, &r->owner, &r->prof, create, fall_back, sp);
 }
 
-static inline int state_of(pl_rwlock_t *r, void **sp)
+/* The state the handle names, if it serves r; else NULL. */
+static inline void *fast_state(pl_rwlock_t *r)
 {
     /* Acquire: pairs with the release CAS in pl_adopt(). */
-    void *s = pl_state_lookup(&pl_rwlock_class, baton_load(&r->handle, memory_order_acquire), r);
+    return pl_state_lookup(&pl_rwlock_class, baton_load(&r->handle, memory_order_acquire), r);
+}
+
+/* `whose` (PL_ENTER) for a call on prw: 0 with its state in *sp;
+ * PL_FORWARD, glibc's.  With `create` (the lock calls) a state is adopted
+ * where there is none; without (unlock), a rwlock with none was never
+ * locked: EPERM. */
+static inline int state_of(pthread_rwlock_t *prw, void **sp, bool create)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s = fast_state(r);
     if (BATON_LIKELY(s != NULL)) {
         *sp = s;
         return 0;
     }
-    return state_slow(r, sp, true);
+    int rc = state_slow(r, sp, create);
+    return !create && rc == PL_NO_STATE ? EPERM : rc;
 }
 
 static pl_prof_t *prof_of(pl_rwlock_t *r, const void *caller)
@@ -276,8 +288,7 @@ static pl_prof_t *prof_of(pl_rwlock_t *r, const void *caller)
     if (p == NULL) {
         p = pl_prof_get(r, PL_PROF_RWLOCK, caller);
         baton_store(&r->prof, p, memory_order_relaxed);
-        /* Acquire: pairs with the release CAS in pl_adopt(). */
-        void *s = pl_state_lookup(&pl_rwlock_class, baton_load(&r->handle, memory_order_acquire), r);
+        void *s = fast_state(r);
         if (s != NULL && !pl_rwlock_class.stock)
             pl_prof_bind(p, pl_rwlock_class.kind, s);
     }
@@ -325,10 +336,14 @@ static int timed_wr(void *s, clockid_t clock, const struct timespec *abstime)
     return pl_timed_acquire(k->trylock, s, clock, abstime);
 }
 
-/* A read lock of an adopted rwlock with state s. */
-static inline int rd_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock, const struct timespec *abstime,
-                          const void *caller)
+/* A read lock of an adopted rwlock with state s.  A timed one checks its
+ * deadline first (deadline_valid()). */
+static inline int rd_lock(pthread_rwlock_t *prw, void *s, enum how how, clockid_t clock,
+                          const struct timespec *abstime, const void *caller)
 {
+    if (how == TIMED && !deadline_valid(clock, abstime))
+        return EINVAL;
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     const baton_kind_t *k = pl_rwlock_class.kind;
     if (BATON_UNLIKELY(rd.n != 0)) {
         rd_entry_t *e = rd_find(r);
@@ -371,10 +386,14 @@ static inline int rd_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock
     return 0;
 }
 
-/* The write lock of an adopted rwlock with state s. */
-static inline int wr_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock, const struct timespec *abstime,
-                          const void *caller)
+/* The write lock of an adopted rwlock with state s; a timed one checks its
+ * deadline first. */
+static inline int wr_lock(pthread_rwlock_t *prw, void *s, enum how how, clockid_t clock,
+                          const struct timespec *abstime, const void *caller)
 {
+    if (how == TIMED && !deadline_valid(clock, abstime))
+        return EINVAL;
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     const baton_kind_t *k = pl_rwlock_class.kind;
     uintptr_t self = baton_self_token();
     /* Relaxed: see write_held_by_me(). */
@@ -410,9 +429,7 @@ static inline int wr_lock(pl_rwlock_t *r, void *s, enum how how, clockid_t clock
 
 PRELOAD_API int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlockattr_t *attr)
 {
-    pl_init();
-    if (pl_rwlock_class.stock)
-        return pl_real()->rwlock_init(prw, attr);
+    PL_ENTER(pl_stock(&pl_rwlock_class), pl_real()->rwlock_init(prw, attr));
     int kind = PTHREAD_RWLOCK_DEFAULT_NP;
     if (attr != NULL) {
         int pshared = PTHREAD_PROCESS_PRIVATE;
@@ -460,108 +477,69 @@ PRELOAD_API int pthread_rwlock_destroy(pthread_rwlock_t *prw)
 
 PRELOAD_API int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
 {
-    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     void *s;
-    int rc = state_of(r, &s);
-    if (BATON_UNLIKELY(rc != 0))
-        return rc == PL_FORWARD ? pl_real()->rwlock_rdlock(prw) : rc;
-    return rd_lock(r, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+    PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_rdlock(prw));
+    return rd_lock(prw, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *prw)
 {
-    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     void *s;
-    int rc = state_of(r, &s);
-    if (BATON_UNLIKELY(rc != 0))
-        return rc == PL_FORWARD ? pl_real()->rwlock_tryrdlock(prw) : rc;
-    return rd_lock(r, s, TRY, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+    PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_tryrdlock(prw));
+    return rd_lock(prw, s, TRY, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_rwlock_timedrdlock(pthread_rwlock_t *prw, const struct timespec *abstime)
 {
-    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     void *s;
-    int rc = state_of(r, &s);
-    if (BATON_UNLIKELY(rc != 0))
-        return rc == PL_FORWARD ? pl_real()->rwlock_timedrdlock(prw, abstime) : rc;
-    if (!deadline_valid(CLOCK_REALTIME, abstime))
-        return EINVAL;
-    return rd_lock(r, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
+    PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_timedrdlock(prw, abstime));
+    return rd_lock(prw, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_rwlock_clockrdlock(pthread_rwlock_t *prw, clockid_t clock, const struct timespec *abstime)
 {
-    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     void *s;
-    int rc = state_of(r, &s);
-    if (BATON_UNLIKELY(rc != 0))
-        return rc == PL_FORWARD ? pl_real()->rwlock_clockrdlock(prw, clock, abstime) : rc;
-    if (!deadline_valid(clock, abstime))
-        return EINVAL;
-    return rd_lock(r, s, TIMED, clock, abstime, __builtin_return_address(0));
+    PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_clockrdlock(prw, clock, abstime));
+    return rd_lock(prw, s, TIMED, clock, abstime, __builtin_return_address(0));
 }
 
 /* --- writers ------------------------------------------------------------------------- */
 
 PRELOAD_API int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
 {
-    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     void *s;
-    int rc = state_of(r, &s);
-    if (BATON_UNLIKELY(rc != 0))
-        return rc == PL_FORWARD ? pl_real()->rwlock_wrlock(prw) : rc;
-    return wr_lock(r, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+    PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_wrlock(prw));
+    return wr_lock(prw, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_rwlock_trywrlock(pthread_rwlock_t *prw)
 {
-    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     void *s;
-    int rc = state_of(r, &s);
-    if (BATON_UNLIKELY(rc != 0))
-        return rc == PL_FORWARD ? pl_real()->rwlock_trywrlock(prw) : rc;
-    return wr_lock(r, s, TRY, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+    PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_trywrlock(prw));
+    return wr_lock(prw, s, TRY, CLOCK_REALTIME, NULL, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_rwlock_timedwrlock(pthread_rwlock_t *prw, const struct timespec *abstime)
 {
-    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     void *s;
-    int rc = state_of(r, &s);
-    if (BATON_UNLIKELY(rc != 0))
-        return rc == PL_FORWARD ? pl_real()->rwlock_timedwrlock(prw, abstime) : rc;
-    if (!deadline_valid(CLOCK_REALTIME, abstime))
-        return EINVAL;
-    return wr_lock(r, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
+    PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_timedwrlock(prw, abstime));
+    return wr_lock(prw, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t clock, const struct timespec *abstime)
 {
-    pl_rwlock_t *r = (pl_rwlock_t *)prw;
     void *s;
-    int rc = state_of(r, &s);
-    if (BATON_UNLIKELY(rc != 0))
-        return rc == PL_FORWARD ? pl_real()->rwlock_clockwrlock(prw, clock, abstime) : rc;
-    if (!deadline_valid(clock, abstime))
-        return EINVAL;
-    return wr_lock(r, s, TIMED, clock, abstime, __builtin_return_address(0));
+    PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_clockwrlock(prw, clock, abstime));
+    return wr_lock(prw, s, TIMED, clock, abstime, __builtin_return_address(0));
 }
 
 /* --- unlock ---------------------------------------------------------------------------- */
 
 PRELOAD_API int pthread_rwlock_unlock(pthread_rwlock_t *prw)
 {
+    void *s;
+    PL_ENTER(state_of(prw, &s, false), pl_real()->rwlock_unlock(prw));
     pl_rwlock_t *r = (pl_rwlock_t *)prw;
-    /* Acquire: pairs with the release CAS in pl_adopt(). */
-    void *s = pl_state_lookup(&pl_rwlock_class, baton_load(&r->handle, memory_order_acquire), r);
-    if (BATON_UNLIKELY(s == NULL)) {
-        int rc = state_slow(r, &s, false);
-        if (rc == PL_FORWARD)
-            return pl_real()->rwlock_unlock(prw);
-        if (rc != 0)
-            return EPERM; /* never locked */
-    }
     const baton_kind_t *k = pl_rwlock_class.kind;
     if (write_held_by_me(r)) {
         /* Clear the owner and report the release first: after the kind's

@@ -110,9 +110,7 @@ __attribute__((noinline, cold)) static int lock_profiled(pthread_spinlock_t *l, 
 
 PRELOAD_API int pthread_spin_init(pthread_spinlock_t *l, int pshared)
 {
-    pl_init();
-    if (pl_spin_class.stock)
-        return pl_real()->spin_init(l, pshared);
+    PL_ENTER(pl_stock(&pl_spin_class), pl_real()->spin_init(l, pshared));
     /* Relaxed: initialisation precedes any use, which the program orders.
      * Like glibc, any value but PTHREAD_PROCESS_SHARED means private. */
     baton_store(word_of(l), pshared == PTHREAD_PROCESS_SHARED ? PL_INPLACE : 0u, memory_order_relaxed);
@@ -121,9 +119,7 @@ PRELOAD_API int pthread_spin_init(pthread_spinlock_t *l, int pshared)
 
 PRELOAD_API int pthread_spin_destroy(pthread_spinlock_t *l)
 {
-    pl_init();
-    if (pl_spin_class.stock)
-        return pl_real()->spin_destroy(l);
+    PL_ENTER(pl_stock(&pl_spin_class), pl_real()->spin_destroy(l));
     _Atomic uint32_t *w = word_of(l);
     /* Acquire: pairs with the release CAS in pl_adopt() (the program orders
      * destroy after every use). */
@@ -145,8 +141,7 @@ PRELOAD_API int pthread_spin_destroy(pthread_spinlock_t *l)
 /* Stock, profiling, no state yet, in place, or garbage. */
 __attribute__((noinline)) static int lock_slow(pthread_spinlock_t *l, const void *caller)
 {
-    if (pl_spin_class.stock)
-        return pl_real()->spin_lock(l);
+    PL_ENTER(pl_stock(&pl_spin_class), pl_real()->spin_lock(l));
     _Atomic uint32_t *w = word_of(l);
     for (;;) {
         uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in pl_adopt() */
@@ -184,9 +179,7 @@ PRELOAD_API int pthread_spin_lock(pthread_spinlock_t *l)
 
 PRELOAD_API int pthread_spin_trylock(pthread_spinlock_t *l)
 {
-    pl_init();
-    if (pl_spin_class.stock)
-        return pl_real()->spin_trylock(l);
+    PL_ENTER(pl_stock(&pl_spin_class), pl_real()->spin_trylock(l));
     _Atomic uint32_t *w = word_of(l);
     uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in pl_adopt() */
     void *s = pl_state_lookup(&pl_spin_class, v, owner_of(l));
@@ -208,9 +201,7 @@ PRELOAD_API int pthread_spin_trylock(pthread_spinlock_t *l)
 
 PRELOAD_API int pthread_spin_unlock(pthread_spinlock_t *l)
 {
-    pl_init();
-    if (pl_spin_class.stock)
-        return pl_real()->spin_unlock(l);
+    PL_ENTER(pl_stock(&pl_spin_class), pl_real()->spin_unlock(l));
     _Atomic uint32_t *w = word_of(l);
     uint32_t v = baton_load(w, memory_order_acquire); /* pairs with the release CAS in pl_adopt() */
     void *s = pl_state_lookup(&pl_spin_class, v, owner_of(l));

@@ -146,8 +146,8 @@ static int k_release(void *s)
     return baton_load(&l->owner, memory_order_relaxed) == 0 ? 0 : release_writer(l, baton_lock_release);
 }
 
-static int k_is_locked(void *s) { return baton_is_locked(((rw_lock_t *)s)->inner); }
-static int k_has_readers(void *s) { return ri_query(&((rw_lock_t *)s)->readers); }
+BATON_KIND_ADAPT_AT(is_locked, rw_lock_t, baton_is_locked, l->inner)
+BATON_KIND_ADAPT_AT(has_readers, rw_lock_t, ri_query, &l->readers)
 
 static void k_rlock(void *s)
 {
@@ -155,9 +155,8 @@ static void k_rlock(void *s)
     ri_rlock(&l->readers, &l->writer, &l->write_barrier, l->read_patience, &l->pause);
 }
 
-static void k_runlock(void *s) { ri_depart(&((rw_lock_t *)s)->readers); }
-
-static bool k_timed(void *s) { return baton_lock_timed(((rw_lock_t *)s)->inner) != 0; }
+BATON_KIND_ADAPT_AT(runlock, rw_lock_t, ri_depart, &l->readers)
+BATON_KIND_ADAPT_AT(timed, rw_lock_t, baton_lock_timed, l->inner)
 
 static int k_timedrlock(void *s, const baton_deadline_t *d)
 {
