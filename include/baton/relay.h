@@ -84,12 +84,6 @@ BATON_API int baton_relay_timedlock(baton_relay_t *l, const baton_deadline_t *d)
 BATON_API void baton_relay_hand_over(baton_relay_t *l, struct baton_qnode *head);
 BATON_API struct baton_qnode *baton_relay_tenure_over(baton_relay_t *l, uintptr_t self);
 
-/* The owner token (baton/token.h). */
-static inline uintptr_t baton_relay_self(void)
-{
-    return baton_thread_token();
-}
-
 static inline int baton_relay_trylock(baton_relay_t *l)
 {
     uintptr_t expected = 0;
@@ -97,13 +91,13 @@ static inline int baton_relay_trylock(baton_relay_t *l)
     if (baton_load(&l->handoff, memory_order_relaxed))
         return EBUSY;
     /* Acquire pairs with the release store in baton_relay_unlock(). */
-    return baton_cas(&l->word, &expected, baton_relay_self(), memory_order_acquire,
+    return baton_cas(&l->word, &expected, baton_thread_token(), memory_order_acquire,
                      memory_order_relaxed) ? 0 : EBUSY;
 }
 
 static inline void baton_relay_lock(baton_relay_t *l)
 {
-    uintptr_t self = baton_relay_self();
+    uintptr_t self = baton_thread_token();
     uintptr_t expected = 0;
     if (BATON_LIKELY(!baton_load(&l->handoff, memory_order_relaxed) &&
                      baton_cas(&l->word, &expected, self, memory_order_acquire, memory_order_relaxed)))
@@ -147,7 +141,7 @@ static inline int baton_relay_release_as(baton_relay_t *l, uintptr_t holder)
 
 static inline int baton_relay_unlock(baton_relay_t *l)
 {
-    uintptr_t self = baton_relay_self();
+    uintptr_t self = baton_thread_token();
     /* Relaxed: only the owner stores its own token; anyone else reads a
      * value that is not theirs. */
     if (BATON_UNLIKELY(baton_load(&l->word, memory_order_relaxed) != self))

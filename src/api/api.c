@@ -195,7 +195,7 @@ int baton_lock_free(baton_lock_t *l)
 static int checked_lock(baton_lock_t *l)
 {
     struct lock_block *b = block_of(l);
-    uintptr_t self = baton_self_token();
+    uintptr_t self = baton_thread_token();
     if (atomic_load_explicit(&b->owner, memory_order_relaxed) == self)
         return baton_fail(EDEADLK, "lock '%s' locked again by its owner (locks are not recursive)",
                           b->spec);
@@ -210,14 +210,14 @@ static int checked_trylock(baton_lock_t *l)
 {
     int rc = l->ops->trylock(state_of(l));
     if (rc == 0)
-        atomic_store_explicit(&block_of(l)->owner, baton_self_token(), memory_order_relaxed);
+        atomic_store_explicit(&block_of(l)->owner, baton_thread_token(), memory_order_relaxed);
     return rc;
 }
 
 static int checked_unlock(baton_lock_t *l)
 {
     struct lock_block *b = block_of(l);
-    if (atomic_load_explicit(&b->owner, memory_order_relaxed) != baton_self_token())
+    if (atomic_load_explicit(&b->owner, memory_order_relaxed) != baton_thread_token())
         return baton_fail(EPERM, "lock '%s' unlocked by a thread that does not hold it", b->spec);
     atomic_store_explicit(&b->owner, 0, memory_order_relaxed);
     return l->ops->unlock(state_of(l));
@@ -329,7 +329,7 @@ int baton_clocklock(baton_lock_t *l, clockid_t clock, const struct timespec *abs
         return not_offered(b, "timedlock");
     if (!b->timed)
         return no_timed(l, "timedlock");
-    uintptr_t self = baton_self_token();
+    uintptr_t self = baton_thread_token();
     /* Relaxed: as in checked_lock(). */
     if (b->check && atomic_load_explicit(&b->owner, memory_order_relaxed) == self)
         return baton_fail(EDEADLK, "lock '%s' locked again by its owner (locks are not recursive)", b->spec);
@@ -355,7 +355,7 @@ static inline int self_deadlock(baton_lock_t *l, const char *what)
 {
     if (BATON_LIKELY(baton_cs_top == NULL) || !baton_cs_inside(state_of(l))) {
         if (BATON_LIKELY(!block_of(l)->check) ||
-            atomic_load_explicit(&block_of(l)->owner, memory_order_relaxed) != baton_self_token())
+            atomic_load_explicit(&block_of(l)->owner, memory_order_relaxed) != baton_thread_token())
             return 0;
     }
     return baton_fail(EDEADLK, "%s on lock '%s' by a thread that holds it or is running one of "

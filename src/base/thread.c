@@ -161,7 +161,7 @@ static baton_qnode_t *qnode_get(bool may_fail)
             return NULL;
     }
     n->pool_next = NULL;
-    atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
+    atomic_store_explicit(&n->owner, baton_thread_token(), memory_order_relaxed);
     return n;
 }
 

@@ -32,13 +32,6 @@ _Static_assert(sizeof(baton_qnode_t) == BATON_CACHELINE, "one queue node per cac
 #include <baton/token.h>
 #include <sched.h>
 
-/* A token naming the calling thread, unique among live threads, never 0 and
- * always even: its thread pointer (baton/token.h). */
-static inline uintptr_t baton_self_token(void)
-{
-    return baton_thread_token();
-}
-
 /* The calling thread's state.  Initial-exec TLS: one %fs-relative load in
  * the library (which programs load at start-up, or with LD_PRELOAD). */
 typedef struct baton_thread_state {
@@ -81,8 +74,8 @@ static inline void baton_qnode_put(baton_qnode_t *n)
     /* A node may come from another thread (CLH adopts its predecessor's):
      * it is ours from now on.  Relaxed: read by this thread's unlock, and
      * racily by others comparing against their own token. */
-    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != baton_self_token())
-        atomic_store_explicit(&n->owner, baton_self_token(), memory_order_relaxed);
+    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != baton_thread_token())
+        atomic_store_explicit(&n->owner, baton_thread_token(), memory_order_relaxed);
     n->pool_next = ts->pool;
     ts->pool = n;
 }
@@ -94,7 +87,7 @@ static inline void baton_qnode_put(baton_qnode_t *n)
 static inline baton_qnode_t *baton_qnode_mine(_Atomic(baton_qnode_t *) *holder)
 {
     baton_qnode_t *n = atomic_load_explicit(holder, memory_order_relaxed);
-    return n != NULL && atomic_load_explicit(&n->owner, memory_order_relaxed) == baton_self_token() ? n : NULL;
+    return n != NULL && atomic_load_explicit(&n->owner, memory_order_relaxed) == baton_thread_token() ? n : NULL;
 }
 
 /* The node a queue lock records for its holder, whatever thread holds it,

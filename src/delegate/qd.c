@@ -349,7 +349,7 @@ static void qdt_after_enqueue(qd_lock_t *l, uintptr_t token)
  * resident may be away (it would wake no one). */
 static void qdt_lock(qd_lock_t *l)
 {
-    const uintptr_t token = baton_self_token();
+    const uintptr_t token = baton_thread_token();
     baton_waiter_t w;
     baton_waiter_init(&w, &l->core.wait);
     for (;;) {
@@ -369,7 +369,7 @@ static void qdt_lock(qd_lock_t *l)
 static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psize, uint32_t flags,
                       baton_future_t *f)
 {
-    const uintptr_t token = baton_self_token();
+    const uintptr_t token = baton_thread_token();
     uintptr_t away = token | QD_AWAY;
     /* Relaxed look first: only our own thread stores our AWAY value. */
     bool reenter = baton_load(&l->resident, memory_order_relaxed) == away &&
@@ -450,7 +450,7 @@ static int k_destroy(void *s)
     /* An away resident holds the mutex: end its session first (runs what
      * it accepted).  seq_cst: as in qdt_after_enqueue. */
     uintptr_t r = baton_load(&l->resident, memory_order_seq_cst);
-    if (qdt_steal(l, r, baton_self_token()))
+    if (qdt_steal(l, r, baton_thread_token()))
         qdt_take_over(l, false);
     return qd_core_destroy(&l->core);
 }
@@ -473,7 +473,7 @@ static int k_trylock(void *s)
      * resident is outside the lock, perhaps gone): take it over, run what
      * it accepted, end it and keep the mutex.  seq_cst: as in
      * qdt_after_enqueue. */
-    const uintptr_t token = baton_self_token();
+    const uintptr_t token = baton_thread_token();
     if (l->tenure_ns && qdt_steal(l, baton_load(&l->resident, memory_order_seq_cst), token)) {
         qdt_take_over(l, true);
         return 0;
@@ -490,7 +490,7 @@ static int k_timedlock(void *s, const baton_deadline_t *d)
     qd_lock_t *l = s;
     if (!l->tenure_ns)
         return qd_mutex_timedlock(&l->core.mutex, d);
-    const uintptr_t token = baton_self_token();
+    const uintptr_t token = baton_thread_token();
     baton_waiter_t w;
     baton_waiter_init(&w, &l->core.wait);
     for (;;) {

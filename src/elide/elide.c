@@ -358,7 +358,7 @@ static inline BATON_RTM_FN __attribute__((always_inline)) int enter(elide_lock_t
     }
     int got = begin(l, 0);
     if (got == GOT_HELD)
-        baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_lock() */
+        baton_store(&l->owner, baton_thread_token(), memory_order_relaxed); /* see k_lock() */
     return got;
 }
 
@@ -372,7 +372,7 @@ static BATON_RTM_FN void k_lock(void *s)
     if (enter(l) == GOT_NONE) {
         inner_lock(l);
         /* Relaxed: compared only with the caller's own token (k_unlock). */
-        baton_store(&l->owner, baton_self_token(), memory_order_relaxed);
+        baton_store(&l->owner, baton_thread_token(), memory_order_relaxed);
     }
 }
 
@@ -406,7 +406,7 @@ static int inner_trylock_owned(elide_lock_t *l)
 {
     int rc = inner_trylock(l);
     if (rc == 0)
-        baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_lock() */
+        baton_store(&l->owner, baton_thread_token(), memory_order_relaxed); /* see k_lock() */
     return rc;
 }
 
@@ -448,7 +448,7 @@ static inline BATON_RTM_FN __attribute__((always_inline)) int unlock_as(elide_lo
      * owner stores its token; others compare it with theirs, or, releasing
      * for it, synchronised with it first (0: not held for real). */
     uintptr_t owner = baton_load(&l->owner, memory_order_relaxed);
-    if (any_thread ? owner == 0 : owner != baton_self_token())
+    if (any_thread ? owner == 0 : owner != baton_thread_token())
         return any_thread ? 0 : baton_fail(EPERM, "elide: unlock of a lock the caller does not hold");
     return release_held(l, any_thread ? inner_release : inner_unlock);
 }
@@ -502,7 +502,7 @@ static BATON_RTM_FN int k_timedlock(void *s, const baton_deadline_t *d)
     }
     int rc = inner_timedlock(l, d);
     if (rc == 0 && baton_htm_mode() != BATON_HTM_NONE)
-        baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_lock() */
+        baton_store(&l->owner, baton_thread_token(), memory_order_relaxed); /* see k_lock() */
     return rc;
 }
 

@@ -198,7 +198,7 @@ static void dequeue(baton_relay_t *l, baton_qnode_t *n)
      * we are the owner now, so clear it before promoting the next head. */
     baton_store(&l->handoff, 0u, memory_order_relaxed);
     /* Our tenure starts now (a stale tenure of ours would end it at once). */
-    l->tenure_owner = baton_relay_self();
+    l->tenure_owner = baton_thread_token();
     l->tenure_start = baton_now_ns();
     promote(l, n);
     baton_qnode_put(n);
@@ -402,7 +402,7 @@ void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
 
 int baton_relay_timedlock(baton_relay_t *l, const baton_deadline_t *d)
 {
-    uintptr_t self = baton_relay_self();
+    uintptr_t self = baton_thread_token();
     uintptr_t expected = 0;
     /* Acquire pairs with the release store in baton_relay_unlock(). */
     if (!baton_load(&l->handoff, memory_order_relaxed) &&

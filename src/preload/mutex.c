@@ -347,7 +347,7 @@ static int lock_slow(pl_mutex_t *m, const void *caller)
     PL_ENTER(resolve(m, &s, true), fwd_lock((pthread_mutex_t *)m, caller));
     uint32_t t = baton_load(&m->type, memory_order_relaxed); /* adopted, or about to be marked so */
     if (checked(t)) {
-        uintptr_t self = baton_self_token();
+        uintptr_t self = baton_thread_token();
         /* Relaxed: only the owner stores its own token, so a thread finds
          * its token here only if it wrote it itself. */
         if (baton_load(&m->owner, memory_order_relaxed) == self)
@@ -379,7 +379,7 @@ static int trylock_slow(pl_mutex_t *m, const void *caller)
     uint32_t t = baton_load(&m->type, memory_order_relaxed);
     if (!checked(t))
         return try_acquire(m, s, caller);
-    uintptr_t self = baton_self_token();
+    uintptr_t self = baton_thread_token();
     if (baton_load(&m->owner, memory_order_relaxed) == self) /* see lock_slow() */
         return relock_by_owner(m, t, EBUSY);
     int rc = try_acquire(m, s, caller);
@@ -422,7 +422,7 @@ static int timed_lock(pl_mutex_t *m, clockid_t clock, const struct timespec *abs
     void *s = NULL;
     PL_ENTER(resolve(m, &s, true), pl_real()->mutex_clocklock((pthread_mutex_t *)m, clock, abstime));
     uint32_t t = baton_load(&m->type, memory_order_relaxed);
-    uintptr_t self = baton_self_token();
+    uintptr_t self = baton_thread_token();
     if (checked(t) && baton_load(&m->owner, memory_order_relaxed) == self) /* see lock_slow() */
         return relock_by_owner(m, t, EDEADLK);
     const baton_kind_t *k = pl_mutex_class.kind;
@@ -472,7 +472,7 @@ static int unlock_slow(pl_mutex_t *m)
     if (!checked(adopt_type(t)))
         return rc == 0 ? release(m, s) : 0; /* never locked: glibc returns 0 too */
     /* Relaxed: only the owner stores its token (see lock_slow()). */
-    if (rc != 0 || baton_load(&m->owner, memory_order_relaxed) != baton_self_token())
+    if (rc != 0 || baton_load(&m->owner, memory_order_relaxed) != baton_thread_token())
         return EPERM;
     if (m->count > 0) {
         m->count--;

@@ -21,7 +21,7 @@
  *   omp_lock_t       0  handle   the slot's 32-bit handle, 0 = none yet
  *   omp_nest_lock_t  0  handle   as above
  *                    4  count    nesting depth (owner only), 0 when free
- *                    8  owner    the owner's token (baton_self_token())
+ *                    8  owner    the owner's token (baton_thread_token())
  *
  * The handle word holds 0 (none yet), a handle whose slot's back-pointer is
  * this lock, an in-place lock (PL_INPLACE, free, or PL_INPLACE_HELD: a lock
@@ -539,7 +539,7 @@ static inline bool nest_deeper(pl_omp_nest_lock_t *lock)
 PRELOAD_API void omp_set_nest_lock(pl_omp_nest_lock_t *lock)
 {
     PL_ENTER_VOID(stock_mode(), STOCK(S_NSET, omp_set_nest_lock)(lock));
-    uintptr_t self = baton_self_token();
+    uintptr_t self = baton_thread_token();
     /* Relaxed: only the owner stores its own token there, so a thread finds
      * its token only if it wrote it itself (and count is then its own). */
     if (baton_load(&lock->owner, memory_order_relaxed) == self) {
@@ -557,7 +557,7 @@ PRELOAD_API void omp_unset_nest_lock(pl_omp_nest_lock_t *lock)
 {
     PL_ENTER_VOID(stock_mode(), STOCK(S_NUNSET, omp_unset_nest_lock)(lock));
     /* Relaxed: see omp_set_nest_lock(). */
-    if (BATON_UNLIKELY(baton_load(&lock->owner, memory_order_relaxed) != baton_self_token()))
+    if (BATON_UNLIKELY(baton_load(&lock->owner, memory_order_relaxed) != baton_thread_token()))
         return; /* not ours: misuse, ignored */
     if (--lock->count > 0)
         return;
@@ -573,7 +573,7 @@ PRELOAD_API void omp_unset_nest_lock(pl_omp_nest_lock_t *lock)
 PRELOAD_API int omp_test_nest_lock(pl_omp_nest_lock_t *lock)
 {
     PL_ENTER(stock_mode(), STOCK(S_NTEST, omp_test_nest_lock)(lock));
-    uintptr_t self = baton_self_token();
+    uintptr_t self = baton_thread_token();
     /* Relaxed: see omp_set_nest_lock(). */
     if (baton_load(&lock->owner, memory_order_relaxed) == self)
         return nest_deeper(lock) ? (int)lock->count : 0;

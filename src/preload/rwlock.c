@@ -299,7 +299,7 @@ static pl_prof_t *prof_of(pl_rwlock_t *r, const void *caller)
  * token here only if it wrote it itself. */
 static inline bool write_held_by_me(pl_rwlock_t *r)
 {
-    return baton_load(&r->owner, memory_order_relaxed) == baton_self_token();
+    return baton_load(&r->owner, memory_order_relaxed) == baton_thread_token();
 }
 
 /* --- acquisition ------------------------------------------------------------------ */
@@ -395,7 +395,7 @@ static inline int wr_lock(pthread_rwlock_t *prw, void *s, enum how how, clockid_
         return EINVAL;
     pl_rwlock_t *r = (pl_rwlock_t *)prw;
     const baton_kind_t *k = pl_rwlock_class.kind;
-    uintptr_t self = baton_self_token();
+    uintptr_t self = baton_thread_token();
     /* Relaxed: see write_held_by_me(). */
     if (BATON_UNLIKELY(baton_load(&r->owner, memory_order_relaxed) == self || (rd.n != 0 && rd_find(r) != NULL)))
         return how == TRY ? EBUSY : EDEADLK;

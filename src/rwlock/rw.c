@@ -61,7 +61,7 @@ static void k_lock(void *s)
     ri_hold_back(&l->write_barrier);
     (void)baton_lock(l->inner);
     wait_readers(l);
-    baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_unlock() */
+    baton_store(&l->owner, baton_thread_token(), memory_order_relaxed); /* see k_unlock() */
 }
 
 static int k_trylock(void *s)
@@ -76,7 +76,7 @@ static int k_trylock(void *s)
         (void)baton_unlock(l->inner);
         return EBUSY;
     }
-    baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_unlock() */
+    baton_store(&l->owner, baton_thread_token(), memory_order_relaxed); /* see k_unlock() */
     return 0;
 }
 
@@ -109,7 +109,7 @@ static int k_timedlock(void *s, const baton_deadline_t *d)
         baton_store(&l->writer, 0u, memory_order_release);
         goto timed_out;
     }
-    baton_store(&l->owner, baton_self_token(), memory_order_relaxed); /* see k_unlock() */
+    baton_store(&l->owner, baton_thread_token(), memory_order_relaxed); /* see k_unlock() */
     return 0;
 timed_out:
     (void)baton_unlock(l->inner);
@@ -131,7 +131,7 @@ static int k_unlock(void *s)
     rw_lock_t *l = s;
     /* A non-owner's unlock must change nothing.  Relaxed: only the owner
      * stores its own token; others compare against theirs. */
-    if (baton_load(&l->owner, memory_order_relaxed) != baton_self_token())
+    if (baton_load(&l->owner, memory_order_relaxed) != baton_thread_token())
         return EPERM;
     return release_writer(l, baton_unlock);
 }
