@@ -8,9 +8,12 @@
  * (tests/preload/versions.c proves it).
  *
  * Pieces:
- *   init.c     configuration (BATON_LOCK, BATON_RWLOCK, BATON_SPIN,
- *              BATON_VERBOSE, BATON_PROFILE), the real functions (dlsym
- *              RTLD_NEXT, resolved on first need), the state slabs, fork.
+ *   init.c     start-up: configuration (BATON_LOCK, BATON_RWLOCK,
+ *              BATON_SPIN, BATON_VERBOSE, BATON_PROFILE; config.c parses),
+ *              fork, baton_preload_info()
+ *   slab.c     the state slabs, the in-place locks
+ *   real.c     the real functions (dlsym RTLD_NEXT, on first need)
+ *   deadline.c the polled timed waits (lock servers only)
  *   mutex.c    pthread_mutex_*        cond.c    pthread_cond_*
  *   rwlock.c   pthread_rwlock_*       spin.c    pthread_spin_*
  *   omp.c      omp_*_lock, omp_*_nest_lock, GOMP_critical_*
@@ -340,6 +343,8 @@ typedef struct pl_real {
 } pl_real_t;
 
 const pl_real_t *pl_real(void);
+/* Held by pl_real()'s first lookup, and across fork (init.c). */
+extern baton_syslock_t pl_real_mu;
 /* An optional symbol of the next object (libgomp's omp_* in stock mode):
  * NULL when absent. */
 void *pl_next_symbol(const char *name);
