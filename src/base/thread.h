@@ -80,6 +80,33 @@ static inline void baton_qnode_put(baton_qnode_t *n)
     ts->pool = n;
 }
 
+/* Nodes left behind: a timed waiter that gives up while its node may still
+ * be read by others (a predecessor's promotion, a walk of the queue) cannot
+ * recycle it itself.  It pushes the nodes first..last (linked by pool_next)
+ * on the lock's `list`, and whoever next owns the lock recycles them before
+ * it reads the queue (relay, runner).  Release: publishes the links, and
+ * the pusher's last use of the nodes, to baton_qnode_recycle()'s acquire. */
+static inline void baton_qnode_defer(_Atomic(baton_qnode_t *) *list, baton_qnode_t *first,
+                                     baton_qnode_t *last)
+{
+    baton_qnode_t *head = baton_load(list, memory_order_relaxed);
+    do
+        last->pool_next = head;
+    while (!baton_cas(list, &head, first, memory_order_release, memory_order_relaxed));
+}
+
+/* Take every node of `list` into the calling thread's pool.  Acquire pairs
+ * with the release of baton_qnode_defer(). */
+static inline void baton_qnode_recycle(_Atomic(baton_qnode_t *) *list)
+{
+    baton_qnode_t *z = baton_xchg(list, NULL, memory_order_acquire);
+    while (z != NULL) {
+        baton_qnode_t *next = z->pool_next;
+        baton_qnode_put(z);
+        z = next;
+    }
+}
+
 /* The node a queue lock records for its holder (`holder`), if the calling
  * thread holds the lock, else NULL.  Relaxed loads: only the holder
  * stores its node there, and a node names the thread using it; another

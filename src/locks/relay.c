@@ -119,25 +119,13 @@ int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait, uint32_t slice_
 }
 
 /* Recycle the nodes of waiters that gave up: by the owner, before it reads
- * `head`, or by destroy.  Acquire pairs with the release of zombie_push(). */
-static void zombies_recycle(baton_relay_t *l)
-{
-    baton_qnode_t *z = baton_xchg(&l->zombies, NULL, memory_order_acquire);
-    while (z != NULL) {
-        baton_qnode_t *next = z->pool_next;
-        baton_qnode_put(z);
-        z = next;
-    }
-}
+ * `head`, or by destroy (thread.h's list of nodes left behind). */
+static void zombies_recycle(baton_relay_t *l) { baton_qnode_recycle(&l->zombies); }
 
 /* Hand first..last (linked by pool_next) to the owner's next tenure check. */
 static void zombie_push(baton_relay_t *l, baton_qnode_t *first, baton_qnode_t *last)
 {
-    baton_qnode_t *head = baton_load(&l->zombies, memory_order_relaxed);
-    do
-        last->pool_next = head;
-    /* Release: publishes the links, and our last use of the nodes. */
-    while (!baton_cas(&l->zombies, &head, first, memory_order_release, memory_order_relaxed));
+    baton_qnode_defer(&l->zombies, first, last);
 }
 
 int baton_relay_destroy(baton_relay_t *l)

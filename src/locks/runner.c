@@ -225,28 +225,14 @@ int baton_runner_init(baton_runner_t *l, const baton_wait_t *wait, uint32_t tenu
 }
 
 /* Recycle the nodes of waiters that timed out (see the top): by the lock's
- * owner, or by destroy.  Acquire pairs with the release of zombie_push(),
- * which publishes the links. */
-static void zombies_recycle(baton_runner_t *l)
-{
-    baton_qnode_t *z = baton_xchg(&l->zombies, NULL, memory_order_acquire);
-    while (z != NULL) {
-        baton_qnode_t *next = z->pool_next;
-        baton_qnode_put(z);
-        z = next;
-    }
-}
+ * owner, or by destroy (thread.h's list of nodes left behind). */
+static void zombies_recycle(baton_runner_t *l) { baton_qnode_recycle(&l->zombies); }
 
 /* Hand the nodes first..last (linked by pool_next) to the owner's next slow
  * release, once nothing of ours touches them any more. */
 static void zombie_push(baton_runner_t *l, baton_qnode_t *first, baton_qnode_t *last)
 {
-    baton_qnode_t *head = baton_load(&l->zombies, memory_order_relaxed);
-    do
-        last->pool_next = head;
-    /* Release: publishes the links (and our last use of the nodes) to
-     * zombies_recycle()'s acquire. */
-    while (!baton_cas(&l->zombies, &head, first, memory_order_release, memory_order_relaxed));
+    baton_qnode_defer(&l->zombies, first, last);
     /* Relaxed: a request for a slow release; the list is ordered by the
      * exchange above. */
     baton_fetch_or(&l->flags, BATON_RUNNER_ZOMBIE, memory_order_relaxed);
