@@ -43,7 +43,6 @@
 #include <baton/wait.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -667,16 +666,14 @@ static int bar_option(int c, const char *arg, void *ctx)
     }
 }
 
-int cmd_bench_barrier(int argc, char **argv);
-
 int cmd_bench_barrier(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact", .threads = {2, 4, 8, 16}, .nthreads = 4};
     struct bar_opts bo = {.work = {0, 1000, 250000}, .nwork = 3, .episodes = 100000, .box = 0.3};
-    static const struct option opts[] = {
-        {"barriers", required_argument, 0, 'b'}, BENCH_OPT_THREADS,
-        {"work-ns", required_argument, 0, 'w'}, {"episodes", required_argument, 0, 'e'},
-        {"time-box", required_argument, 0, 'T'}, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
+    static const cli_opt_t opts[] = {
+        {"barriers", CLI_VALUE, 0, 'b'}, BENCH_OPT_THREADS,
+        {"work-ns", CLI_VALUE, 0, 'w'}, {"episodes", CLI_VALUE, 0, 'e'},
+        {"time-box", CLI_VALUE, 0, 'T'}, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
         BENCH_OPT_END};
     const int prc = bench_getopt("barrier", argc, argv, opts, &o, bar_option, &bo, usage);
     if (prc >= 0)

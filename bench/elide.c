@@ -68,7 +68,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1260,20 +1259,18 @@ static int elide_option(int c, const char *arg, void *ctx)
     }
 }
 
-int cmd_bench_elide(int argc, char **argv);
-
 int cmd_bench_elide(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8, 16}, .nthreads = 4, .duration = 0.3,
                       .repeat = 3};
     struct elide_opts eo = {.M = {90, 60, 30}, .nM = 3, .S = {STATS_OFF, STATS_SHARED}, .nS = 2,
                             .buckets = ELIDE_BUCKETS, .keys = ELIDE_KEYS, .items = ELIDE_ITEMS};
-    static const struct option opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"mix", required_argument, 0, 'm'},
-        {"stats", required_argument, 0, 's'}, {"buckets", required_argument, 0, 'B'},
-        {"keys", required_argument, 0, 'K'}, {"items", required_argument, 0, 'I'},
+    static const cli_opt_t opts[] = {
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"mix", CLI_VALUE, 0, 'm'},
+        {"stats", CLI_VALUE, 0, 's'}, {"buckets", CLI_VALUE, 0, 'B'},
+        {"keys", CLI_VALUE, 0, 'K'}, {"items", CLI_VALUE, 0, 'I'},
         BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
-        {"as-peer", no_argument, 0, 'P'}, BENCH_OPT_END};
+        {"as-peer", CLI_FLAG, 0, 'P'}, BENCH_OPT_END};
     const int prc = bench_getopt("elide", argc, argv, opts, &o, elide_option, &eo, usage);
     if (prc >= 0)
         return prc;

@@ -30,7 +30,6 @@
 #include "topo.h"
 #include "workloads.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,15 +429,13 @@ static int cell_runs(const struct mx_cell *c, const struct mx_cands *mu, const s
     return c->rw ? rw->n : mu->n;
 }
 
-int cmd_bench_matrix(int argc, char **argv);
-
 int cmd_bench_matrix(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact"}; /* duration, repeat 0: the plan's */
     struct mx_opts mo = {.also = "ttas,mcs:spinpark", .plan = &plan_full, .time_box_min = -1};
-    static const struct option opts[] = {
-        {"also", required_argument, 0, 'a'}, {"quick", no_argument, 0, 'q'},
-        {"smoke", no_argument, 0, 's'}, {"time-box", required_argument, 0, 'T'},
+    static const cli_opt_t opts[] = {
+        {"also", CLI_VALUE, 0, 'a'}, {"quick", CLI_FLAG, 0, 'q'},
+        {"smoke", CLI_FLAG, 0, 's'}, {"time-box", CLI_VALUE, 0, 'T'},
         BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
         BENCH_OPT_END};
     const int prc = bench_getopt("matrix", argc, argv, opts, &o, mx_option, &mo, usage);

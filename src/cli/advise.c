@@ -1,6 +1,8 @@
 /* advise.c - `baton advise`: run a command stock and under each candidate lock
  * kind, interleaved, and recommend a spec only when its gain exceeds the
  * run-to-run spread. */
+#include "bench_cli.h"
+#include "commands.h"
 #include "launch.h"
 
 #include <errno.h>
@@ -14,8 +16,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-int cmd_advise(int argc, char **argv);
 
 /* Candidates when --locks is not given: the interposer's default, a FIFO
  * queue lock and a ticket lock that park when the wait is long, a
@@ -176,77 +176,58 @@ static void show_tail(int fd, int lines)
     free(b);
 }
 
-int cmd_advise(int argc, char **argv)
+/* What advise's options set. */
+struct advise_opts {
+    char *list;
+    long repeat;
+    cli_class_t cls;
+};
+
+static int advise_option(int c, const char *val, void *ctx)
 {
-    char *list = NULL;
-    const char *metric = "wall";
-    long repeat = 3;
-    cli_class_t cls = CLI_MUTEX;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        static const char *const opts[] = {"--locks", "--metric", "--repeat", "--class"};
-        int o = -1;
-        const char *val = NULL;
-        for (int k = 0; k < 4; k++) {
-            size_t n = strlen(opts[k]);
-            if (strncmp(a, opts[k], n) == 0 && (a[n] == '\0' || a[n] == '=')) {
-                o = k;
-                if (a[n] == '=')
-                    val = a + n + 1;
-                else if (i + 1 < argc)
-                    val = argv[++i];
-            }
-        }
-        if (o < 0) {
-            fprintf(stderr, "baton advise: unknown option '%s'\n", a);
-            usage(stderr);
+    struct advise_opts *ao = ctx;
+    if (c == 'l') {
+        free(ao->list);
+        ao->list = strdup(val);
+    } else if (c == 'r') {
+        char *end;
+        errno = 0;
+        ao->repeat = strtol(val, &end, 10);
+        if (*val == '\0' || *end != '\0' || errno != 0 || ao->repeat < 1 || ao->repeat > 1000) {
+            fprintf(stderr, "baton advise: --repeat '%s': a count from 1 to 1000\n", val);
             return 2;
         }
-        if (val == NULL) {
-            fprintf(stderr, "baton advise: %s needs a value\n", opts[o]);
-            return 2;
-        }
-        if (o == 0) {
-            list = strdup(val);
-        } else if (o == 1) {
-            metric = val;
-        } else if (o == 2) {
-            char *end;
-            errno = 0;
-            repeat = strtol(val, &end, 10);
-            if (*val == '\0' || *end != '\0' || errno != 0 || repeat < 1 || repeat > 1000) {
-                fprintf(stderr, "baton advise: --repeat '%s': a count from 1 to 1000\n", val);
-                return 2;
-            }
-        } else {
-            if (strcmp(val, "mutex") == 0)
-                cls = CLI_MUTEX;
-            else if (strcmp(val, "rwlock") == 0)
-                cls = CLI_RWLOCK;
-            else if (strcmp(val, "spin") == 0)
-                cls = CLI_SPIN;
-            else {
-                fprintf(stderr, "baton advise: --class '%s': one of mutex, rwlock, spin\n", val);
-                return 2;
-            }
-        }
-    }
-    if (i >= argc) {
-        fprintf(stderr, "baton advise: no command given\n");
-        usage(stderr);
+    } else if (strcmp(val, "mutex") == 0) {
+        ao->cls = CLI_MUTEX;
+    } else if (strcmp(val, "rwlock") == 0) {
+        ao->cls = CLI_RWLOCK;
+    } else if (strcmp(val, "spin") == 0) {
+        ao->cls = CLI_SPIN;
+    } else {
+        fprintf(stderr, "baton advise: --class '%s': one of mutex, rwlock, spin\n", val);
         return 2;
     }
+    return 0;
+}
+
+int cmd_advise(int argc, char **argv)
+{
+    const char *metric = "wall";
+    struct advise_opts ao = {NULL, 3, CLI_MUTEX};
+    const cli_opt_t opts[] = {{"locks", CLI_VALUE, 0, 'l'},
+                              {"metric", CLI_VALUE, 0, 'm', &metric},
+                              {"repeat", CLI_VALUE, 0, 'r'},
+                              {"class", CLI_VALUE, 0, 'c'},
+                              {0}};
+    int i;
+    const int prc = cli_getopt("baton advise", argc, argv, opts, CLI_COMMAND, advise_option, &ao, usage, &i);
+    if (prc >= 0) {
+        free(ao.list);
+        return prc;
+    }
+    char *list = ao.list;
+    const long repeat = ao.repeat;
+    const cli_class_t cls = ao.cls;
     char **cmd = argv + i;
 
     regex_t re;

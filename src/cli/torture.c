@@ -47,8 +47,8 @@
  * --busted runs the stress harness's broken lock instead of the kinds, and
  * must be caught.  Exit status: 0 clean, 1 a violation or a hang, 2 usage.
  */
-#include "bench.h"
-#include "guard.h"
+#include "bench_cli.h"
+#include "commands.h"
 #include "../api/registry.h"
 
 #include <baton/barrier.h>
@@ -64,8 +64,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int cmd_torture(int argc, char **argv);
 
 /* --- limits and knobs -------------------------------------------------------------- */
 
@@ -1156,63 +1154,68 @@ static void usage(FILE *f)
             MAX_THREADS);
 }
 
-int cmd_torture(int argc, char **argv)
+/* What torture's options set (besides run_seed). */
+struct torture_opts {
+    double seconds;
+    bool seeded;
+    int max_threads;
+    unsigned faults;
+};
+
+static int torture_option(int c, const char *v, void *ctx)
 {
-    double seconds = 20;
-    bool seeded = false, busted = false, quiet = false;
-    const char *kinds = NULL;
-    int max_threads = 8;
-    unsigned faults = F_ALL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--busted")) {
-            busted = true;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = true;
-        } else if (v && !strcmp(a, "--seconds")) {
-            char *end;
-            seconds = strtod(v, &end);
-            if (*end || !(seconds > 0)) {
-                fprintf(stderr, "baton torture: --seconds needs a positive number, not '%s'\n", v);
-                return 2;
-            }
-            i++;
-        } else if (v && !strcmp(a, "--seed")) {
-            char *end;
-            run_seed = strtoull(v, &end, 0);
-            if (*end || !*v) {
-                fprintf(stderr, "baton torture: --seed needs a number, not '%s'\n", v);
-                return 2;
-            }
-            seeded = true;
-            i++;
-        } else if (v && !strcmp(a, "--kinds")) {
-            kinds = v;
-            i++;
-        } else if (v && !strcmp(a, "--threads")) {
-            max_threads = atoi(v);
-            if (max_threads < 2 || max_threads > MAX_THREADS) {
-                fprintf(stderr, "baton torture: --threads takes 2 to %d, not '%s'\n", MAX_THREADS, v);
-                return 2;
-            }
-            i++;
-        } else if (v && !strcmp(a, "--faults")) {
-            faults = parse_faults(v);
-            if (faults == ~0u) {
-                fprintf(stderr, "baton torture: --faults takes preempt,hogs,affinity,exit,fork, all or none, not '%s'\n",
-                        v);
-                return 2;
-            }
-            i++;
-        } else {
-            fprintf(stderr, "baton torture: unknown argument '%s'\n", a);
-            usage(stderr);
+    struct torture_opts *to = ctx;
+    char *end;
+    switch (c) {
+    case 's':
+        to->seconds = strtod(v, &end);
+        if (*end || !(to->seconds > 0)) {
+            fprintf(stderr, "baton torture: --seconds needs a positive number, not '%s'\n", v);
             return 2;
         }
+        return 0;
+    case 'S':
+        run_seed = strtoull(v, &end, 0);
+        if (*end || !*v) {
+            fprintf(stderr, "baton torture: --seed needs a number, not '%s'\n", v);
+            return 2;
+        }
+        to->seeded = true;
+        return 0;
+    case 't':
+        to->max_threads = atoi(v);
+        if (to->max_threads < 2 || to->max_threads > MAX_THREADS) {
+            fprintf(stderr, "baton torture: --threads takes 2 to %d, not '%s'\n", MAX_THREADS, v);
+            return 2;
+        }
+        return 0;
+    default: /* 'f' */
+        to->faults = parse_faults(v);
+        if (to->faults == ~0u) {
+            fprintf(stderr, "baton torture: --faults takes preempt,hogs,affinity,exit,fork, all or none, not '%s'\n",
+                    v);
+            return 2;
+        }
+        return 0;
     }
+}
+
+int cmd_torture(int argc, char **argv)
+{
+    struct torture_opts to = {.seconds = 20, .max_threads = 8, .faults = F_ALL};
+    bool busted = false, quiet = false;
+    const char *kinds = NULL;
+    const cli_opt_t opts[] = {{"seconds", CLI_VALUE, 0, 's'}, {"seed", CLI_VALUE, 0, 'S'},
+                              {"kinds", CLI_VALUE, 0, 'k', &kinds}, {"threads", CLI_VALUE, 0, 't'},
+                              {"faults", CLI_VALUE, 0, 'f'},    {"busted", CLI_FLAG, &busted},
+                              {"quiet", CLI_FLAG, &quiet},      {0}};
+    const int prc = cli_getopt("baton torture", argc, argv, opts, CLI_NO_OPERANDS, torture_option, &to, usage, NULL);
+    if (prc >= 0)
+        return prc;
+    const double seconds = to.seconds;
+    const bool seeded = to.seeded;
+    const int max_threads = to.max_threads;
+    const unsigned faults = to.faults;
 
     /* The kinds, in registry order, then shuffled per cycle. */
     const baton_kind_info_t *reg;
