@@ -3,7 +3,7 @@
 #include "machine.h"
 #include "report.h"
 #include "topo.h"
-#include "../src/wait/wait_internal.h" /* baton_rdtsc, baton_tsc_per_ns */
+#include "../src/wait/wait_internal.h" /* baton_rdtsc, baton_tsc_per_ns, baton_now_ns */
 
 #include <baton/wait.h>
 
@@ -22,9 +22,7 @@
 
 double bench_now(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    return (double)baton_now_ns() * 1e-9;
 }
 
 /* --- locks -------------------------------------------------------------------- */

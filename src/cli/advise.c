@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Candidates when --locks is not given: the interposer's default, a FIFO
@@ -95,13 +94,6 @@ static size_t split_list(char *list, char **out, size_t max)
         }
     }
     return n;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -318,7 +310,7 @@ int cmd_advise(int argc, char **argv)
                 fprintf(stderr, "\nbaton advise: cannot reuse %s\n", errpath);
                 return 2;
             }
-            double t0 = now_s();
+            double t0 = bench_now();
             pid_t pid = cli_spawn("baton advise", cmd, &env, use_re ? pfd[1] : null, errfd);
             char *outbuf = NULL;
             size_t outlen = 0;
@@ -329,7 +321,7 @@ int cmd_advise(int argc, char **argv)
                 close(pfd[0]);
             }
             int sig = 0, status = pid < 0 ? 127 : cli_wait(pid, &sig);
-            double elapsed = now_s() - t0;
+            double elapsed = bench_now() - t0;
             const char *label = c->spec ? c->spec : "stock";
             if (status != 0) {
                 fprintf(stderr, "\nbaton advise: '%s' failed under %s: %s %d\n", cmd[0], label,
