@@ -37,6 +37,7 @@
 #include "machine.h"
 #include "peers/barrier_peers.h"
 #include "topo.h"
+#include "../src/base/join.h"
 
 #include <baton/atomic.h>
 #include <baton/barrier.h>
@@ -420,12 +421,10 @@ static int expand_barriers(const char *arg, char specs[][BENCH_SPEC_MAX], char *
 static void peer_names(char *buf, size_t size)
 {
     const bench_barrier_peer_t *peers;
-    size_t n = bench_barrier_peers(&peers), used = 0;
+    size_t n = bench_barrier_peers(&peers);
     buf[0] = '\0';
-    for (size_t i = 0; i < n && used < size; i++) {
-        int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", peers[i].name);
-        used += w > 0 ? (size_t)w : 0;
-    }
+    for (size_t i = 0; i < n; i++)
+        baton_join(buf, size, ", ", "%s", peers[i].name);
     if (n == 0)
         snprintf(buf, size, "none in this build");
 }
@@ -715,8 +714,7 @@ int cmd_bench_barrier(int argc, char **argv)
                 free(specs);
                 return 2;
             }
-            size_t used = strlen(skipped);
-            snprintf(skipped + used, sizeof skipped - used, "%s%s", used ? ", " : "", specs[i]);
+            baton_join(skipped, sizeof skipped, ", ", "%s", specs[i]);
             continue;
         }
         if (kept != i)

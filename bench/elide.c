@@ -62,6 +62,7 @@
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
+#include "../src/base/join.h"
 
 #include <baton/atomic.h>
 #include <baton/counter.h>
@@ -1224,12 +1225,9 @@ static int parse_stats(const char *s, int *out, int max)
 
 static void join_ints(char *buf, size_t size, const int *v, int n)
 {
-    size_t used = 0;
     buf[0] = '\0';
-    for (int i = 0; i < n && used < size; i++) {
-        int w = snprintf(buf + used, size - used, "%s%d", i ? "," : "", v[i]);
-        used += w > 0 ? (size_t)w : 0;
-    }
+    for (int i = 0; i < n; i++)
+        baton_join(buf, size, ",", "%d", v[i]);
 }
 
 /* bench elide's own options. */
@@ -1298,10 +1296,8 @@ int cmd_bench_elide(int argc, char **argv)
     baton_htm_info(&htm);
     char mixes[160], stats_list[64] = "", params[512], tail[512];
     join_ints(mixes, sizeof mixes, M, nM);
-    for (int i = 0; i < nS; i++) {
-        size_t used = strlen(stats_list);
-        snprintf(stats_list + used, sizeof stats_list - used, "%s%s", i ? "," : "", stats_names[S[i]]);
-    }
+    for (int i = 0; i < nS; i++)
+        baton_join(stats_list, sizeof stats_list, ",", "%s", stats_names[S[i]]);
     snprintf(params, sizeof params, "; get%% %s; stats %s; %ld buckets, %ld keys, %ld items", mixes,
              stats_list, buckets, keys, items);
     snprintf(tail, sizeof tail, "\nRTM: %s (%s)", htm.state ? htm.state : "?", htm.why ? htm.why : "");

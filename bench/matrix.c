@@ -29,6 +29,7 @@
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
+#include "../src/base/join.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -293,8 +294,7 @@ static void mx_line(const struct mx_cell *c, const struct mx_out *o, const bench
     for (int k = 0; k < cands->n; k++) {
         const bench_result_t *m = &recs[k].median;
         if (m->status == BENCH_TIMEOUT) {
-            size_t used = strlen(cut);
-            snprintf(cut + used, sizeof cut - used, "%s%s", used ? ", " : "", recs[k].lock);
+            baton_join(cut, sizeof cut, ", ", "%s", recs[k].lock);
         } else if (m->status != BENCH_OK) {
             printf("    %s %s: %s\n", recs[k].lock, report_status(&recs[k]), m->message);
         }
@@ -457,10 +457,8 @@ int cmd_bench_matrix(int argc, char **argv)
      * and describes the machine. */
     char mu_list[BENCH_MAX_LOCKS * BENCH_SPEC_MAX / 4];
     mu_list[0] = '\0';
-    for (int k = 0; k < mu.n; k++) {
-        size_t used = strlen(mu_list);
-        snprintf(mu_list + used, sizeof mu_list - used, "%s%s", k ? "," : "", mu.specs[k]);
-    }
+    for (int k = 0; k < mu.n; k++)
+        baton_join(mu_list, sizeof mu_list, ",", "%s", mu.specs[k]);
     char header[96];
     snprintf(header, sizeof header, " (micro; others in their lines); plan %s", pl->name);
     const bench_cmd_t cmd = {.name = "matrix", .locks = mu_list, .threads = pl->T,

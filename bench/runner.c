@@ -4,6 +4,7 @@
 #include "report.h"
 #include "topo.h"
 #include "../src/wait/wait_internal.h" /* baton_rdtsc, baton_tsc_per_ns, baton_now_ns */
+#include "../src/base/join.h"
 
 #include <baton/wait.h>
 
@@ -30,12 +31,10 @@ double bench_now(void)
 static void peer_names(char *buf, size_t size)
 {
     const bench_peer_t *peers;
-    size_t n = bench_peers(&peers), used = 0;
+    size_t n = bench_peers(&peers);
     buf[0] = '\0';
-    for (size_t i = 0; i < n && used < size; i++) {
-        int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", peers[i].name);
-        used += w > 0 ? (size_t)w : 0;
-    }
+    for (size_t i = 0; i < n; i++)
+        baton_join(buf, size, ", ", "%s", peers[i].name);
     if (n == 0)
         snprintf(buf, size, "(none built: install libck-dev, libabsl-dev, libtbb-dev and rebuild)");
 }

@@ -7,6 +7,7 @@
 
 #include "bench_cli.h"
 #include "commands.h"
+#include "../base/join.h"
 
 static void usage(FILE *f)
 {
@@ -51,10 +52,8 @@ static int cmd_kinds(void)
             {BATON_CAP_RW, "rw"},           {BATON_CAP_SERVER, "server"},
             {BATON_CAP_WRAPPER, "wrapper"},  {BATON_CAP_TIMED, "timed"}};
         for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
-            if (k[i].caps & names[j].bit) {
-                strncat(caps, caps[0] ? "," : "", sizeof caps - strlen(caps) - 1);
-                strncat(caps, names[j].name, sizeof caps - strlen(caps) - 1);
-            }
+            if (k[i].caps & names[j].bit)
+                baton_join(caps, sizeof caps, ",", "%s", names[j].name);
         printf("%-12s %-9s %-50s %s\n", k[i].name, k[i].default_wait, caps, k[i].summary);
         if (k[i].options[0])
             printf("%-12s options: %s\n", "", k[i].options);

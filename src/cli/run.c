@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "launch.h"
 #include "../api/registry.h"
+#include "../base/join.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -55,17 +56,15 @@ const char *cli_class_env(cli_class_t c)
 static void interposable(char *buf, size_t size, cli_class_t c)
 {
     const baton_kind_info_t *k;
-    size_t n = baton_kinds(&k), used = 0;
+    size_t n = baton_kinds(&k);
     buf[0] = '\0';
-    for (size_t i = 0; i < n && used + 1 < size; i++) {
+    for (size_t i = 0; i < n; i++) {
         bool stock = strcmp(k[i].name, "pthread") == 0;
         if (!stands_in(k[i].name, k[i].caps, c) && !stock)
             continue;
-        int w = snprintf(buf + used, size - used, "%s%s%s", used ? ", " : "", k[i].name,
-                         stock ? " (glibc's own)" : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)" : "");
-        if (w < 0)
+        if (!baton_join(buf, size, ", ", "%s%s", k[i].name,
+                        stock ? " (glibc's own)" : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)" : ""))
             break;
-        used += (size_t)w;
     }
 }
 

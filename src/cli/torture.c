@@ -50,6 +50,7 @@
 #include "bench_cli.h"
 #include "commands.h"
 #include "../api/registry.h"
+#include "../base/join.h"
 
 #include <baton/barrier.h>
 
@@ -1060,12 +1061,10 @@ static void *watchdog(void *arg)
         pthread_mutex_lock(&current_mu);
         episode_t *e = baton_load(&current, memory_order_relaxed); /* under current_mu */
         char doing[1024] = "";
-        size_t used = 0;
-        for (int t = 0; e && t < e->nthreads && used < sizeof doing; t++) {
+        for (int t = 0; e && t < e->nthreads; t++) {
             uint32_t d = baton_load(&e->doing[t], memory_order_relaxed); /* a hint */
-            int n = snprintf(doing + used, sizeof doing - used, "%s t%d %s on lock %u", t ? "," : "", t,
-                             d ? op_names[(d & 0xffu) - 1] : "nothing yet", d >> 8);
-            used += n > 0 ? (size_t)n : 0;
+            baton_join(doing, sizeof doing, ",", " t%d %s on lock %u", t,
+                       d ? op_names[(d & 0xffu) - 1] : "nothing yet", d >> 8);
         }
         fprintf(stderr,
                 "baton torture: FAIL: no operation finished for %.0f s: kind '%s' (episode %d, barrier %s); "
@@ -1379,18 +1378,12 @@ int cmd_torture(int argc, char **argv)
             ks->violations += bad;
             failed++;
             char what[512] = "", ops[256] = "";
-            size_t u = 0, v = 0;
             for (size_t i = 0; i < sizeof tv / sizeof tv[0]; i++)
-                if (tv[i]) {
-                    int n = snprintf(what + u, sizeof what - u, "%s%llu %s", u ? ", " : "",
-                                     (unsigned long long)tv[i], tn[i]);
-                    u += n > 0 && (size_t)n < sizeof what - u ? (size_t)n : 0;
-                }
+                if (tv[i])
+                    baton_join(what, sizeof what, ", ", "%llu %s", (unsigned long long)tv[i], tn[i]);
             for (int op = 0; op < OP_COUNT; op++)
-                if (baton_load(&e->ops.bad[op], memory_order_relaxed)) { /* after the joins */
-                    int n = snprintf(ops + v, sizeof ops - v, "%s%s", v ? "," : "", op_names[op]);
-                    v += n > 0 && (size_t)n < sizeof ops - v ? (size_t)n : 0;
-                }
+                if (baton_load(&e->ops.bad[op], memory_order_relaxed)) /* after the joins */
+                    baton_join(ops, sizeof ops, ",", "%s", op_names[op]);
             printf("baton torture: FAIL: kind '%s', episode %d (%d threads, %d lock%s, barrier %s): %s; "
                    "operation%s: %s; seed %llu\n",
                    e->spec, e->number, e->nthreads, e->nlocks, e->nlocks == 1 ? "" : "s", e->barrier_spec, what,
