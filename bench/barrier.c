@@ -37,13 +37,13 @@
 #include "machine.h"
 #include "peers/barrier_peers.h"
 #include "topo.h"
+#include "../src/base/join.h"
 
 #include <baton/atomic.h>
 #include <baton/barrier.h>
 #include <baton/wait.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,12 +421,10 @@ static int expand_barriers(const char *arg, char specs[][BENCH_SPEC_MAX], char *
 static void peer_names(char *buf, size_t size)
 {
     const bench_barrier_peer_t *peers;
-    size_t n = bench_barrier_peers(&peers), used = 0;
+    size_t n = bench_barrier_peers(&peers);
     buf[0] = '\0';
-    for (size_t i = 0; i < n && used < size; i++) {
-        int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", peers[i].name);
-        used += w > 0 ? (size_t)w : 0;
-    }
+    for (size_t i = 0; i < n; i++)
+        baton_join(buf, size, ", ", "%s", peers[i].name);
     if (n == 0)
         snprintf(buf, size, "none in this build");
 }
@@ -667,16 +665,14 @@ static int bar_option(int c, const char *arg, void *ctx)
     }
 }
 
-int cmd_bench_barrier(int argc, char **argv);
-
 int cmd_bench_barrier(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact", .threads = {2, 4, 8, 16}, .nthreads = 4};
     struct bar_opts bo = {.work = {0, 1000, 250000}, .nwork = 3, .episodes = 100000, .box = 0.3};
-    static const struct option opts[] = {
-        {"barriers", required_argument, 0, 'b'}, BENCH_OPT_THREADS,
-        {"work-ns", required_argument, 0, 'w'}, {"episodes", required_argument, 0, 'e'},
-        {"time-box", required_argument, 0, 'T'}, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
+    static const cli_opt_t opts[] = {
+        {"barriers", CLI_VALUE, 0, 'b'}, BENCH_OPT_THREADS,
+        {"work-ns", CLI_VALUE, 0, 'w'}, {"episodes", CLI_VALUE, 0, 'e'},
+        {"time-box", CLI_VALUE, 0, 'T'}, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
         BENCH_OPT_END};
     const int prc = bench_getopt("barrier", argc, argv, opts, &o, bar_option, &bo, usage);
     if (prc >= 0)
@@ -718,8 +714,7 @@ int cmd_bench_barrier(int argc, char **argv)
                 free(specs);
                 return 2;
             }
-            size_t used = strlen(skipped);
-            snprintf(skipped + used, sizeof skipped - used, "%s%s", used ? ", " : "", specs[i]);
+            baton_join(skipped, sizeof skipped, ", ", "%s", specs[i]);
             continue;
         }
         if (kept != i)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "bench_cli.h"
 #include "peers/peers.h"
 
 #define BENCH_SPEC_MAX 96
@@ -288,26 +289,15 @@ typedef struct bench_cfg {
     double deadline_s;       /* kill the child after this long */
     /* CPU-bound processes (a spin loop each, unpinned, normal priority)
      * that run beside every run, from before the child starts until it is
-     * collected; at most BENCH_HOGS_MAX. */
+     * collected; at most BENCH_HOGS_MAX (bench_cli.h). */
     int hogs;
 } bench_cfg_t;
-
-#define BENCH_HOGS_MAX 64
-
-/* Fork n hogs (at most BENCH_HOGS_MAX; a spin loop each, unpinned) into
- * pids; returns how many run, or -1 (none left running) with errno set.
- * A hog dies with the thread that forked it (PR_SET_PDEATHSIG); stop
- * them by PID with bench_hogs_stop(). */
-int bench_hogs_start(int n, pid_t *pids);
-void bench_hogs_stop(const pid_t *pids, int n);
 
 /* Run one measurement of `wl` on the lock named `spec` in a child process. */
 void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
                const bench_cfg_t *cfg, bench_result_t *out);
 
 /* --- helpers ---------------------------------------------------------------- */
-
-double bench_now(void); /* CLOCK_MONOTONIC seconds */
 
 /* RWBench-style thread-local work (QD locking paper, section 6.2): one unit
  * picks two random slots of a 64-entry thread-local array and moves a
@@ -347,30 +337,30 @@ typedef struct bench_opts {
     bool fault;
 } bench_opts_t;
 
-/* getopt_long() entries for them; a bench lists those it takes, then its
- * own, then BENCH_OPT_END. */
-#define BENCH_OPT_LOCKS {"locks", 1, 0, 'l'}
-#define BENCH_OPT_THREADS {"threads", 1, 0, 't'}
-#define BENCH_OPT_DURATION {"duration", 1, 0, 'd'}
-#define BENCH_OPT_REPEAT {"repeat", 1, 0, 'r'}
-#define BENCH_OPT_PIN {"pin", 1, 0, 'p'}
-#define BENCH_OPT_JSON {"json", 1, 0, 'j'}
-#define BENCH_OPT_FAULT {"inject-fault", 0, 0, 'F'}
-#define BENCH_OPT_END {"help", 0, 0, 'h'}, {0, 0, 0, 0}
+/* cli_opt_t entries for them; a bench lists those it takes, then its own,
+ * then BENCH_OPT_END. */
+#define BENCH_OPT_LOCKS {"locks", CLI_VALUE, 0, 'l'}
+#define BENCH_OPT_THREADS {"threads", CLI_VALUE, 0, 't'}
+#define BENCH_OPT_DURATION {"duration", CLI_VALUE, 0, 'd'}
+#define BENCH_OPT_REPEAT {"repeat", CLI_VALUE, 0, 'r'}
+#define BENCH_OPT_PIN {"pin", CLI_VALUE, 0, 'p'}
+#define BENCH_OPT_JSON {"json", CLI_VALUE, 0, 'j'}
+#define BENCH_OPT_FAULT {"inject-fault", CLI_FLAG, 0, 'F'}
+#define BENCH_OPT_END {0}
 
-struct option;
-/* A bench's own option (getopt_long()'s code c, its argument or NULL):
- * return 0 if taken, 1 if its value is bad. */
-typedef int (*bench_own_opt_fn)(int c, const char *arg, void *ctx);
+/* A bench's own option (its table code, its value or NULL): the same as a
+ * cli_opt_fn (0 taken, 1 a bad value, 2 refused after saying why). */
+typedef cli_opt_fn bench_own_opt_fn;
 
-/* Parse argv for the bench `name`: the shared options into *o, every other
- * one through own (NULL: none).  Returns -1 to go on, or the exit status:
- * 0 after --help, 2 after a bad option, value or operand (usage printed). */
+/* Parse argv for the bench `name` with cli_getopt() (as "baton bench
+ * <name>", no operands): the shared options into *o, every other one
+ * through own (NULL: none).  Returns -1 to go on, or the exit status: 0
+ * after --help, 2 after a bad option, value or operand. */
 /* bench_parse_only (tests/fuzz/fuzz_bench.c): bench_getopt() also expands
  * --locks, and then returns 0 instead of -1, so that no bench runs. */
 extern bool bench_parse_only;
-int bench_getopt(const char *name, int argc, char **argv, const struct option *opts,
-                 bench_opts_t *o, bench_own_opt_fn own, void *ctx, void (*usage)(FILE *));
+int bench_getopt(const char *name, int argc, char **argv, const cli_opt_t *opts, bench_opts_t *o,
+                 bench_own_opt_fn own, void *ctx, void (*usage)(FILE *));
 
 /* Median of results by ops/s (sorts `runs`; returns the median's index). */
 int bench_median(bench_result_t *runs, int n);

@@ -5,6 +5,7 @@
 #include "progress.h"
 #include "report.h"
 #include "topo.h"
+#include "../src/base/join.h"
 
 #include <baton/wait.h>
 
@@ -23,9 +24,7 @@ int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int 
         if (bench_lock_open(specs[i], &l, err, errlen) != 0) {
             if (!optional)
                 return -1;
-            size_t used = strlen(skipped);
-            if (used < skipped_len)
-                snprintf(skipped + used, skipped_len - used, "%s%s", used ? ", " : "", specs[i]);
+            baton_join(skipped, skipped_len, ", ", "%s", specs[i]);
             continue;
         }
         snprintf(specs[kept++], BENCH_SPEC_MAX, "%s", l.spec); /* canonical */

@@ -63,13 +63,13 @@
 #include "topo.h"
 #include "workloads.h"
 #include "../src/api/registry.h" /* the lock spec as a value */
+#include "../src/base/join.h"
 
 #include <baton/atomic.h>
 #include <baton/counter.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1220,12 +1220,9 @@ static int parse_stats(const char *s, int *out, int max)
 
 static void join_ints(char *buf, size_t size, const int *v, int n)
 {
-    size_t used = 0;
     buf[0] = '\0';
-    for (int i = 0; i < n && used < size; i++) {
-        int w = snprintf(buf + used, size - used, "%s%d", i ? "," : "", v[i]);
-        used += w > 0 ? (size_t)w : 0;
-    }
+    for (int i = 0; i < n; i++)
+        baton_join(buf, size, ",", "%d", v[i]);
 }
 
 /* bench elide's own options. */
@@ -1255,20 +1252,18 @@ static int elide_option(int c, const char *arg, void *ctx)
     }
 }
 
-int cmd_bench_elide(int argc, char **argv);
-
 int cmd_bench_elide(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8, 16}, .nthreads = 4, .duration = 0.3,
                       .repeat = 3};
     struct elide_opts eo = {.M = {90, 60, 30}, .nM = 3, .S = {STATS_OFF, STATS_SHARED}, .nS = 2,
                             .buckets = ELIDE_BUCKETS, .keys = ELIDE_KEYS, .items = ELIDE_ITEMS};
-    static const struct option opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"mix", required_argument, 0, 'm'},
-        {"stats", required_argument, 0, 's'}, {"buckets", required_argument, 0, 'B'},
-        {"keys", required_argument, 0, 'K'}, {"items", required_argument, 0, 'I'},
+    static const cli_opt_t opts[] = {
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"mix", CLI_VALUE, 0, 'm'},
+        {"stats", CLI_VALUE, 0, 's'}, {"buckets", CLI_VALUE, 0, 'B'},
+        {"keys", CLI_VALUE, 0, 'K'}, {"items", CLI_VALUE, 0, 'I'},
         BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
-        {"as-peer", no_argument, 0, 'P'}, BENCH_OPT_END};
+        {"as-peer", CLI_FLAG, 0, 'P'}, BENCH_OPT_END};
     const int prc = bench_getopt("elide", argc, argv, opts, &o, elide_option, &eo, usage);
     if (prc >= 0)
         return prc;
@@ -1296,10 +1291,8 @@ int cmd_bench_elide(int argc, char **argv)
     baton_htm_info(&htm);
     char mixes[160], stats_list[64] = "", params[512], tail[512];
     join_ints(mixes, sizeof mixes, M, nM);
-    for (int i = 0; i < nS; i++) {
-        size_t used = strlen(stats_list);
-        snprintf(stats_list + used, sizeof stats_list - used, "%s%s", i ? "," : "", stats_names[S[i]]);
-    }
+    for (int i = 0; i < nS; i++)
+        baton_join(stats_list, sizeof stats_list, ",", "%s", stats_names[S[i]]);
     snprintf(params, sizeof params, "; get%% %s; stats %s; %ld buckets, %ld keys, %ld items", mixes,
              stats_list, buckets, keys, items);
     snprintf(tail, sizeof tail, "\nRTM: %s (%s)", htm.state ? htm.state : "?", htm.why ? htm.why : "");

@@ -12,6 +12,8 @@
 #include <baton/atomic.h>
 #include <baton/wait.h>
 
+#include "../src/wait/wait_internal.h" /* baton_now_ns, baton_tsc_calibrate */
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -25,21 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #define CAS_ITERS 200000
 #define RTT_BATCHES 5
 #define RTT_PER_BATCH 40000 /* 5 x 40000 = 200000 timed round trips */
 #define RTT_WARMUP 10000
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -63,7 +54,7 @@ static double time_cas(void)
     double runs[3];
     for (int r = 0; r < 3; r++) {
         _Atomic uint32_t x = 0;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = baton_now_ns();
         for (uint32_t i = 0; i < CAS_ITERS; i++) {
             uint32_t expected = i;
             /* acq_rel/acquire, the orders a lock acquire uses, so the cost
@@ -72,25 +63,15 @@ static double time_cas(void)
                                                           memory_order_acq_rel,
                                                           memory_order_acquire);
         }
-        runs[r] = (double)(now_ns() - t0) / CAS_ITERS;
+        runs[r] = (double)(baton_now_ns() - t0) / CAS_ITERS;
     }
     return median(runs, 3);
 }
 
-/* TSC ticks per nanosecond against CLOCK_MONOTONIC over about 10 ms. */
+/* TSC ticks per nanosecond against CLOCK_MONOTONIC over a 10 ms sleep. */
 double machine_tsc_ghz(void)
 {
-#if defined(__x86_64__)
-    uint64_t c0 = __builtin_ia32_rdtsc(), t0 = now_ns();
-    struct timespec d = {0, 10000000};
-    nanosleep(&d, NULL);
-    uint64_t c1 = __builtin_ia32_rdtsc(), t1 = now_ns();
-    if (t1 <= t0 || c1 <= c0)
-        return 0.0;
-    return (double)(c1 - c0) / (double)(t1 - t0);
-#else
-    return 0.0;
-#endif
+    return baton_tsc_calibrate(10000000u, true, NULL);
 }
 
 /* Cache-line round trip.  One atomic word on its own 128-byte block (the
@@ -148,7 +129,7 @@ static void *rtt_initiator(void *arg)
     uint32_t k = 0;
     for (int b = -1; b < RTT_BATCHES; b++) {
         uint32_t n = b < 0 ? RTT_WARMUP : RTT_PER_BATCH;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = baton_now_ns();
         for (uint32_t i = 0; i < n; i++, k++) {
             /* Release pairs with the responder's acquire load. */
             atomic_store_explicit(&s->word, 2 * k + 1, memory_order_release);
@@ -157,7 +138,7 @@ static void *rtt_initiator(void *arg)
                 ;
         }
         if (b >= 0)
-            s->batch_ns[b] = (double)(now_ns() - t0) / n;
+            s->batch_ns[b] = (double)(baton_now_ns() - t0) / n;
     }
     s->ok = 1;
     return NULL;

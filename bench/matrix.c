@@ -29,8 +29,8 @@
 #include "report.h"
 #include "topo.h"
 #include "workloads.h"
+#include "../src/base/join.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,8 +294,7 @@ static void mx_line(const struct mx_cell *c, const struct mx_out *o, const bench
     for (int k = 0; k < cands->n; k++) {
         const bench_result_t *m = &recs[k].median;
         if (m->status == BENCH_TIMEOUT) {
-            size_t used = strlen(cut);
-            snprintf(cut + used, sizeof cut - used, "%s%s", used ? ", " : "", recs[k].lock);
+            baton_join(cut, sizeof cut, ", ", "%s", recs[k].lock);
         } else if (m->status != BENCH_OK) {
             printf("    %s %s: %s\n", recs[k].lock, report_status(&recs[k]), m->message);
         }
@@ -430,15 +429,13 @@ static int cell_runs(const struct mx_cell *c, const struct mx_cands *mu, const s
     return c->rw ? rw->n : mu->n;
 }
 
-int cmd_bench_matrix(int argc, char **argv);
-
 int cmd_bench_matrix(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact"}; /* duration, repeat 0: the plan's */
     struct mx_opts mo = {.also = "ttas,mcs:spinpark", .plan = &plan_full, .time_box_min = -1};
-    static const struct option opts[] = {
-        {"also", required_argument, 0, 'a'}, {"quick", no_argument, 0, 'q'},
-        {"smoke", no_argument, 0, 's'}, {"time-box", required_argument, 0, 'T'},
+    static const cli_opt_t opts[] = {
+        {"also", CLI_VALUE, 0, 'a'}, {"quick", CLI_FLAG, 0, 'q'},
+        {"smoke", CLI_FLAG, 0, 's'}, {"time-box", CLI_VALUE, 0, 'T'},
         BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
         BENCH_OPT_END};
     const int prc = bench_getopt("matrix", argc, argv, opts, &o, mx_option, &mo, usage);
@@ -460,10 +457,8 @@ int cmd_bench_matrix(int argc, char **argv)
      * and describes the machine. */
     char mu_list[BENCH_MAX_LOCKS * BENCH_SPEC_MAX / 4];
     mu_list[0] = '\0';
-    for (int k = 0; k < mu.n; k++) {
-        size_t used = strlen(mu_list);
-        snprintf(mu_list + used, sizeof mu_list - used, "%s%s", k ? "," : "", mu.specs[k]);
-    }
+    for (int k = 0; k < mu.n; k++)
+        baton_join(mu_list, sizeof mu_list, ",", "%s", mu.specs[k]);
     char header[96];
     snprintf(header, sizeof header, " (micro; others in their lines); plan %s", pl->name);
     const bench_cmd_t cmd = {.name = "matrix", .locks = mu_list, .threads = pl->T,

@@ -35,7 +35,6 @@
 #include "workloads.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,20 +378,18 @@ static int micro_option(int c, const char *arg, void *ctx)
     }
 }
 
-int cmd_bench_micro(int argc, char **argv);
-
 int cmd_bench_micro(int argc, char **argv)
 {
     bench_opts_t o = {.locks = "all", .pin = "compact", .threads = {1, 2, 8}, .nthreads = 3,
                       .duration = 1.0, .repeat = 3};
     struct micro_opts mo = {.S = {1}, .nS = 1, .P = {0}, .nP = 1, .L = {0}, .nL = 1, .C = {1}, .nC = 1,
                             .H = {0}, .nH = 1, .via = VIA_AUTO};
-    static const struct option opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"shared-lines", required_argument, 0, 'S'},
-        {"private-lines", required_argument, 0, 'P'}, {"local-work", required_argument, 0, 'L'},
+    static const cli_opt_t opts[] = {
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"shared-lines", CLI_VALUE, 0, 'S'},
+        {"private-lines", CLI_VALUE, 0, 'P'}, {"local-work", CLI_VALUE, 0, 'L'},
         BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
-        {"via", required_argument, 0, 'v'}, {"lock-count", required_argument, 0, 'c'},
-        {"hog", required_argument, 0, 'H'}, BENCH_OPT_END};
+        {"via", CLI_VALUE, 0, 'v'}, {"lock-count", CLI_VALUE, 0, 'c'},
+        {"hog", CLI_VALUE, 0, 'H'}, BENCH_OPT_END};
     const int prc = bench_getopt("micro", argc, argv, opts, &o, micro_option, &mo, usage);
     if (prc >= 0)
         return prc;

@@ -48,7 +48,6 @@
 
 #include <baton/atomic.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -589,16 +588,14 @@ static int pq_option(int c, const char *arg, void *ctx)
     }
 }
 
-int cmd_bench_pq(int argc, char **argv);
-
 int cmd_bench_pq(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0,
                       .repeat = 3};
     struct pq_opts po = {.L = {0, 32, 128}, .nL = 3, .prefill = PQ_PREFILL};
-    static const struct option opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"local-work", required_argument, 0, 'L'},
-        {"prefill", required_argument, 0, 'n'}, {"nd", no_argument, 0, 'N'}, BENCH_OPT_DURATION,
+    static const cli_opt_t opts[] = {
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"local-work", CLI_VALUE, 0, 'L'},
+        {"prefill", CLI_VALUE, 0, 'n'}, {"nd", CLI_FLAG, 0, 'N'}, BENCH_OPT_DURATION,
         BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT, BENCH_OPT_END};
     const int prc = bench_getopt("pq", argc, argv, opts, &o, pq_option, &po, usage);
     if (prc >= 0)

@@ -3,12 +3,12 @@
 #include "machine.h"
 #include "report.h"
 #include "topo.h"
-#include "../src/wait/wait_internal.h" /* baton_rdtsc, baton_tsc_per_ns */
+#include "../src/wait/wait_internal.h" /* baton_rdtsc, baton_tsc_per_ns, baton_now_ns */
+#include "../src/base/join.h"
 
 #include <baton/wait.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <sched.h>
 #include <pthread.h>
@@ -23,9 +23,7 @@
 
 double bench_now(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    return (double)baton_now_ns() * 1e-9;
 }
 
 /* --- locks -------------------------------------------------------------------- */
@@ -33,12 +31,10 @@ double bench_now(void)
 static void peer_names(char *buf, size_t size)
 {
     const bench_peer_t *peers;
-    size_t n = bench_peers(&peers), used = 0;
+    size_t n = bench_peers(&peers);
     buf[0] = '\0';
-    for (size_t i = 0; i < n && used < size; i++) {
-        int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", peers[i].name);
-        used += w > 0 ? (size_t)w : 0;
-    }
+    for (size_t i = 0; i < n; i++)
+        baton_join(buf, size, ", ", "%s", peers[i].name);
     if (n == 0)
         snprintf(buf, size, "(none built: install libck-dev, libabsl-dev, libtbb-dev and rebuild)");
 }
@@ -323,42 +319,39 @@ int bench_parse_ints(const char *s, int *out, int max)
 
 bool bench_parse_only;
 
-int bench_getopt(const char *name, int argc, char **argv, const struct option *opts,
-                 bench_opts_t *o, bench_own_opt_fn own, void *ctx, void (*usage)(FILE *))
+/* What bench_getopt() hands cli_getopt(): the shared options' target and
+ * the bench's own callback. */
+struct bench_getopt_ctx {
+    bench_opts_t *o;
+    bench_own_opt_fn own;
+    void *ctx;
+};
+
+static int shared_option(int c, const char *arg, void *ctx)
 {
-    /* 0, not 1: glibc then starts afresh, forgetting where a previous parse
-     * stopped inside an argument ("-hx" after its h), which would point into
-     * that call's argv (fuzz_bench parses many command lines in one process). */
-    optind = 0;
-    int c, idx = -1;
-    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'l': o->locks = optarg; break;
-        case 't': bad = (o->nthreads = bench_parse_ints(optarg, o->threads, BENCH_LIST_MAX)) <= 0; break;
-        case 'd': o->duration = atof(optarg); bad = !(o->duration > 0 && o->duration <= 3600); break;
-        case 'r': o->repeat = atoi(optarg); bad = o->repeat < 1 || o->repeat > REPORT_MAX_RUNS; break;
-        case 'p': o->pin = optarg; bad = topo_pin_parse(optarg) < 0; break;
-        case 'j': o->json = optarg; break;
-        case 'F': o->fault = true; break;
-        case 'h': usage(stdout); return 0;
-        case '?': usage(stderr); return 2; /* getopt_long said what */
-        default: bad = own ? own(c, optarg, ctx) : 1; break;
-        }
-        if (bad) {
-            /* idx is the long option's index (every option here is long). */
-            fprintf(stderr, "baton bench %s: bad value for --%s: '%s'\n", name,
-                    idx >= 0 ? opts[idx].name : "?", optarg ? optarg : "");
-            usage(stderr);
-            return 2;
-        }
-        idx = -1;
+    struct bench_getopt_ctx *g = ctx;
+    bench_opts_t *o = g->o;
+    switch (c) {
+    case 'l': o->locks = arg; return 0;
+    case 't': return (o->nthreads = bench_parse_ints(arg, o->threads, BENCH_LIST_MAX)) <= 0;
+    case 'd': o->duration = atof(arg); return !(o->duration > 0 && o->duration <= 3600);
+    case 'r': o->repeat = atoi(arg); return o->repeat < 1 || o->repeat > REPORT_MAX_RUNS;
+    case 'p': o->pin = arg; return topo_pin_parse(arg) < 0;
+    case 'j': o->json = arg; return 0;
+    case 'F': o->fault = true; return 0;
+    default: return g->own ? g->own(c, arg, g->ctx) : 1;
     }
-    if (optind < argc) {
-        fprintf(stderr, "baton bench %s: unexpected argument '%s'\n", name, argv[optind]);
-        usage(stderr);
-        return 2;
-    }
+}
+
+int bench_getopt(const char *name, int argc, char **argv, const cli_opt_t *opts, bench_opts_t *o,
+                 bench_own_opt_fn own, void *ctx, void (*usage)(FILE *))
+{
+    char prog[64];
+    snprintf(prog, sizeof prog, "baton bench %s", name);
+    struct bench_getopt_ctx g = {o, own, ctx};
+    int rc = cli_getopt(prog, argc, argv, opts, CLI_NO_OPERANDS, shared_option, &g, usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (bench_parse_only) {
         static char specs[64][BENCH_SPEC_MAX];
         char err[256];

@@ -38,7 +38,6 @@
 
 #include <baton/atomic.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -380,16 +379,14 @@ static int rw_option(int c, const char *arg, void *ctx)
     }
 }
 
-int cmd_bench_rw(int argc, char **argv);
-
 int cmd_bench_rw(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0,
                       .repeat = 3};
     struct rw_opts ro = {.R = {50, 80, 95, 99}, .nR = 4, .L = {0, 32, 128}, .nL = 3};
-    static const struct option opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"reads", required_argument, 0, 'R'},
-        {"local-work", required_argument, 0, 'L'}, BENCH_OPT_DURATION, BENCH_OPT_REPEAT,
+    static const cli_opt_t opts[] = {
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"reads", CLI_VALUE, 0, 'R'},
+        {"local-work", CLI_VALUE, 0, 'L'}, BENCH_OPT_DURATION, BENCH_OPT_REPEAT,
         BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT, BENCH_OPT_END};
     const int prc = bench_getopt("rw", argc, argv, opts, &o, rw_option, &ro, usage);
     if (prc >= 0)

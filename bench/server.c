@@ -35,7 +35,6 @@
 
 #include <baton/atomic.h>
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,8 +441,6 @@ static int parse_workloads(const char *s, int *out, int max)
     return n;
 }
 
-int cmd_bench_server(int argc, char **argv);
-
 /* bench server's own options. */
 struct srv_opts {
     int W[WL_COUNT], nW;
@@ -468,9 +465,9 @@ int cmd_bench_server(int argc, char **argv)
                       .repeat = 3};
     struct srv_opts so = {.W = {WL_COUNTER, WL_STACK, WL_IMBALANCED}, .nW = WL_COUNT,
                           .I = {SRV_INTERVAL_CYCLES_MIN, 1000, 10000, 100000}, .nI = 4, .cycles = true};
-    static const struct option opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"workloads", required_argument, 0, 'w'},
-        {"interval-ns", required_argument, 0, 'n'}, {"interval-cycles", required_argument, 0, 'c'},
+    static const cli_opt_t opts[] = {
+        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"workloads", CLI_VALUE, 0, 'w'},
+        {"interval-ns", CLI_VALUE, 0, 'n'}, {"interval-cycles", CLI_VALUE, 0, 'c'},
         BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
         BENCH_OPT_END};
     const int prc = bench_getopt("server", argc, argv, opts, &o, srv_option, &so, usage);

@@ -7,6 +7,7 @@
  * lines, and topo_load() returns -1 to say so.
  */
 #include "topo.h"
+#include "../src/base/topology.h" /* baton_cpulist_parse */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -77,45 +78,16 @@ static int intvec_push(intvec_t *a, int x)
     return 0;
 }
 
+static int push_cpu(int cpu, void *ctx)
+{
+    return intvec_push(ctx, cpu);
+}
+
 /* Parse the kernel's cpulist format ("0-3,8-11,16") into a list of numbers.
  * Returns 0, or -1 on a malformed list or out of memory. */
 static int parse_cpulist(const char *s, intvec_t *out)
 {
-    while (*s) {
-        while (*s == ',' || isspace((unsigned char)*s))
-            s++;
-        if (!*s)
-            break;
-        char *end;
-        long lo = strtol(s, &end, 10);
-        if (end == s || lo < 0)
-            return -1;
-        long hi = lo;
-        s = end;
-        if (*s == '-') {
-            hi = strtol(s + 1, &end, 10);
-            if (end == s + 1 || hi < lo)
-                return -1;
-            s = end;
-        }
-        /* An optional ":stride" suffix never appears in sysfs lists, but the
-         * format allows it ("0-15:2"); accept it rather than misparse. */
-        long stride = 1;
-        if (*s == ':') {
-            stride = strtol(s + 1, &end, 10);
-            if (end == s + 1 || stride <= 0)
-                return -1;
-            s = end;
-            if (*s == '/') { /* "0-15:2/4" group form: ignore the group */
-                (void)strtol(s + 1, &end, 10);
-                s = end;
-            }
-        }
-        for (long c = lo; c <= hi; c += stride)
-            if (c > 1 << 22 || intvec_push(out, (int)c) != 0)
-                return -1;
-    }
-    return 0;
+    return baton_cpulist_parse(s, push_cpu, out);
 }
 
 static int read_cpulist(const char *path, intvec_t *out)

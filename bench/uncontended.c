@@ -12,7 +12,6 @@
 #include "topo.h"
 
 #include <baton/locks.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,33 +93,38 @@ static double time_loop(void (*loop)(void *, uint64_t), void *arg, uint64_t n, i
     return t[repeat / 2];
 }
 
-int cmd_bench_uncontended(int argc, char **argv);
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: baton bench uncontended [--iters N] [--repeat R] [--json FILE]\n");
+}
+
+struct unc_opts {
+    long *iters;
+    int *repeat;
+};
+
+static int unc_option(int c, const char *arg, void *ctx)
+{
+    struct unc_opts *uo = ctx;
+    if (c == 'n')
+        *uo->iters = atol(arg);
+    else
+        *uo->repeat = atoi(arg);
+    return 0;
+}
 
 int cmd_bench_uncontended(int argc, char **argv)
 {
     long iters = 10000000;
     int repeat = 3;
     const char *json = NULL;
-    static const struct option opts[] = {{"iters", required_argument, 0, 'n'},
-                                         {"repeat", required_argument, 0, 'r'},
-                                         {"json", required_argument, 0, 'j'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'n': iters = atol(optarg); break;
-        case 'r': repeat = atoi(optarg); break;
-        case 'j': json = optarg; break;
-        case 'h':
-            printf("usage: baton bench uncontended [--iters N] [--repeat R] [--json FILE]\n");
-            return 0;
-        default:
-            fprintf(stderr, "usage: baton bench uncontended [--iters N] [--repeat R] [--json FILE]\n");
-            return 2;
-        }
-    }
+    const cli_opt_t opts[] = {{"iters", CLI_VALUE, 0, 'n'}, {"repeat", CLI_VALUE, 0, 'r'},
+                              {"json", CLI_VALUE, 0, 'j', &json}, {0}};
+    struct unc_opts uo = {&iters, &repeat};
+    const int prc = cli_getopt("baton bench uncontended", argc, argv, opts, CLI_NO_OPERANDS, unc_option, &uo,
+                               usage, NULL);
+    if (prc >= 0)
+        return prc;
     if (iters < 1000 || repeat < 1 || repeat > 31) {
         fprintf(stderr, "baton bench uncontended: --iters >= 1000 and 1 <= --repeat <= 31\n");
         return 2;

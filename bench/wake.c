@@ -34,12 +34,12 @@
 #include "machine.h"
 #include "progress.h"
 #include "topo.h"
+#include "../src/wait/wait_internal.h" /* baton_now_ns, baton_clock_ns */
 
 #include <baton/atomic.h>
 #include <baton/wait.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,13 +85,6 @@ struct wake_state {
     uint32_t *seen;
     int ran; /* samples the waiter ran, warm-up included */
 };
-
-static uint64_t now_ns(clockid_t clk)
-{
-    struct timespec t;
-    clock_gettime(clk, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static void wake_teardown(void *state)
 {
@@ -150,18 +143,18 @@ static uint64_t waiter_main(struct wake_state *s)
 {
     struct wake_shared *sh = s->sh;
     int n = 0;
-    const uint64_t end = now_ns(CLOCK_MONOTONIC) + s->p->box_ns;
+    const uint64_t end = baton_now_ns() + s->p->box_ns;
     for (int k = 0; k <= s->p->samples; k++) {
-        s->start[k] = now_ns(CLOCK_MONOTONIC);
+        s->start[k] = baton_now_ns();
         if (s->start[k] > end)
             break;
         /* Release (in baton_wait_store): publishes start[k]; pairs with the
          * acquire in the signaller's baton_wait_while_eq. */
         baton_wait_store(&s->handshake, &sh->armed, (uint32_t)k + 1);
-        uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t c0 = baton_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         s->seen[k] = baton_wait_while_eq(&s->policy, &sh->word, (uint32_t)k);
-        s->woke[k] = now_ns(CLOCK_MONOTONIC);
-        s->cpu[k] = now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+        s->woke[k] = baton_now_ns();
+        s->cpu[k] = baton_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
         n++;
     }
     s->ran = n;
@@ -178,7 +171,7 @@ static uint64_t waiter_main(struct wake_state *s)
 static void sleep_until(uint64_t target)
 {
     for (;;) {
-        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        uint64_t now = baton_now_ns();
         if (now >= target)
             return;
         if (target - now > 200000) {
@@ -204,7 +197,7 @@ static void signaller_main(struct wake_state *s)
             return;
         uint32_t k = armed - 1;
         sleep_until(s->start[k] + s->p->delay_ns);
-        s->sig[k] = now_ns(CLOCK_MONOTONIC);
+        s->sig[k] = baton_now_ns();
         /* Release (in baton_wait_store): pairs with the acquire in the
          * waiter's baton_wait_while_eq; wakes it if it parked. */
         baton_wait_store(&s->policy, &sh->word, k + 1);
@@ -518,16 +511,14 @@ static int wake_option(int c, const char *arg, void *ctx)
     }
 }
 
-int cmd_bench_wake(int argc, char **argv);
-
 int cmd_bench_wake(int argc, char **argv)
 {
     bench_opts_t o = {0};
     struct wake_opts wo = {.delays = {1000, 10000, 100000, 1000000, 10000000}, .ndelays = 5,
                            .samples = 100, .run_off = true, .run_on = true};
-    static const struct option opts[] = {
-        {"policies", required_argument, 0, 'P'}, {"delays", required_argument, 0, 'D'},
-        {"samples", required_argument, 0, 's'}, {"oversubscribed", required_argument, 0, 'o'},
+    static const cli_opt_t opts[] = {
+        {"policies", CLI_VALUE, 0, 'P'}, {"delays", CLI_VALUE, 0, 'D'},
+        {"samples", CLI_VALUE, 0, 's'}, {"oversubscribed", CLI_VALUE, 0, 'o'},
         BENCH_OPT_JSON, BENCH_OPT_END};
     const int prc = bench_getopt("wake", argc, argv, opts, &o, wake_option, &wo, usage);
     if (prc >= 0)

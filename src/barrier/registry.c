@@ -7,6 +7,7 @@
  * here (baton_barrier_kinds()).
  */
 #include "barrier.h"
+#include "../base/join.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -67,8 +68,7 @@ static void build(void)
             p += w;
             left -= (size_t)w;
         }
-        size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", k->name);
+        baton_join(names, sizeof names, ", ", "%s", k->name);
         infos[i] = (baton_barrier_kind_info_t){
             .name = k->name,
             .summary = k->summary,

@@ -2,6 +2,7 @@
 #include "topology.h"
 #include <baton/atomic.h>
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,30 +14,66 @@ int baton_topo_ncpus(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* Parse a cpulist ("0-3,8,10-11") into a membership array. */
+int baton_cpulist_parse(const char *s, int (*each)(int cpu, void *ctx), void *ctx)
+{
+    while (*s) {
+        while (*s == ',' || isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            break;
+        char *end;
+        long lo = strtol(s, &end, 10);
+        if (end == s || lo < 0)
+            return -1;
+        long hi = lo;
+        s = end;
+        if (*s == '-') {
+            hi = strtol(s + 1, &end, 10);
+            if (end == s + 1 || hi < lo)
+                return -1;
+            s = end;
+        }
+        /* An optional ":stride" suffix never appears in sysfs lists, but the
+         * format allows it ("0-15:2"); accept it rather than misparse. */
+        long stride = 1;
+        if (*s == ':') {
+            stride = strtol(s + 1, &end, 10);
+            if (end == s + 1 || stride <= 0)
+                return -1;
+            s = end;
+            if (*s == '/') { /* "0-15:2/4" group form: ignore the group */
+                (void)strtol(s + 1, &end, 10);
+                s = end;
+            }
+        }
+        for (long c = lo; c <= hi; c += stride)
+            if (c > BATON_CPULIST_MAX || each((int)c, ctx) != 0)
+                return -1;
+    }
+    return 0;
+}
+
+struct members {
+    unsigned char *member;
+    int ncpus, count;
+};
+
+static int add_member(int cpu, void *ctx)
+{
+    struct members *m = ctx;
+    if (cpu < m->ncpus) {
+        m->member[cpu] = 1;
+        m->count++;
+    }
+    return 0;
+}
+
+/* Parse a cpulist ("0-3,8,10-11") into a membership array: how many CPUs
+ * below ncpus it names, or -1. */
 static int parse_cpulist(const char *s, unsigned char *member, int ncpus)
 {
-    int count = 0;
-    while (*s && *s != '\n') {
-        int a, b, used;
-        if (sscanf(s, "%d%n", &a, &used) != 1)
-            return -1;
-        s += used;
-        b = a;
-        if (*s == '-') {
-            if (sscanf(s + 1, "%d%n", &b, &used) != 1)
-                return -1;
-            s += 1 + used;
-        }
-        for (int c = a; c <= b; c++)
-            if (c >= 0 && c < ncpus) {
-                member[c] = 1;
-                count++;
-            }
-        if (*s == ',')
-            s++;
-    }
-    return count;
+    struct members m = {member, ncpus, 0};
+    return baton_cpulist_parse(s, add_member, &m) == 0 ? m.count : -1;
 }
 
 static int read_line(const char *path, char *buf, size_t size)

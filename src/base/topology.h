@@ -5,6 +5,17 @@
 
 #include <stdint.h>
 
+/* The largest CPU number a cpulist may name. */
+#define BATON_CPULIST_MAX (1 << 22)
+
+/* Parse the kernel's cpulist format ("0-3,8-11,16"; commas and white space
+ * separate; a range may have a ":stride", and a "/group" after it, which is
+ * ignored) and call each(cpu) for every CPU it names, in order; each
+ * returns nonzero to stop.  Returns 0, or -1 on a malformed list, a CPU
+ * above BATON_CPULIST_MAX or when each stopped it.  The one cpulist parser
+ * (the bench's topology uses it too). */
+int baton_cpulist_parse(const char *s, int (*each)(int cpu, void *ctx), void *ctx);
+
 /* Highest configured CPU number + 1 (at least 1). */
 int baton_topo_ncpus(void);
 

@@ -1,6 +1,8 @@
 /* advise.c - `baton advise`: run a command stock and under each candidate lock
  * kind, interleaved, and recommend a spec only when its gain exceeds the
  * run-to-run spread. */
+#include "bench_cli.h"
+#include "commands.h"
 #include "launch.h"
 
 #include <errno.h>
@@ -12,10 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-int cmd_advise(int argc, char **argv);
 
 /* Candidates when --locks is not given: the interposer's default, a FIFO
  * queue lock and a ticket lock that park when the wait is long, a
@@ -97,13 +96,6 @@ static size_t split_list(char *list, char **out, size_t max)
     return n;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -176,77 +168,58 @@ static void show_tail(int fd, int lines)
     free(b);
 }
 
-int cmd_advise(int argc, char **argv)
+/* What advise's options set. */
+struct advise_opts {
+    char *list;
+    long repeat;
+    cli_class_t cls;
+};
+
+static int advise_option(int c, const char *val, void *ctx)
 {
-    char *list = NULL;
-    const char *metric = "wall";
-    long repeat = 3;
-    cli_class_t cls = CLI_MUTEX;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        static const char *const opts[] = {"--locks", "--metric", "--repeat", "--class"};
-        int o = -1;
-        const char *val = NULL;
-        for (int k = 0; k < 4; k++) {
-            size_t n = strlen(opts[k]);
-            if (strncmp(a, opts[k], n) == 0 && (a[n] == '\0' || a[n] == '=')) {
-                o = k;
-                if (a[n] == '=')
-                    val = a + n + 1;
-                else if (i + 1 < argc)
-                    val = argv[++i];
-            }
-        }
-        if (o < 0) {
-            fprintf(stderr, "baton advise: unknown option '%s'\n", a);
-            usage(stderr);
+    struct advise_opts *ao = ctx;
+    if (c == 'l') {
+        free(ao->list);
+        ao->list = strdup(val);
+    } else if (c == 'r') {
+        char *end;
+        errno = 0;
+        ao->repeat = strtol(val, &end, 10);
+        if (*val == '\0' || *end != '\0' || errno != 0 || ao->repeat < 1 || ao->repeat > 1000) {
+            fprintf(stderr, "baton advise: --repeat '%s': a count from 1 to 1000\n", val);
             return 2;
         }
-        if (val == NULL) {
-            fprintf(stderr, "baton advise: %s needs a value\n", opts[o]);
-            return 2;
-        }
-        if (o == 0) {
-            list = strdup(val);
-        } else if (o == 1) {
-            metric = val;
-        } else if (o == 2) {
-            char *end;
-            errno = 0;
-            repeat = strtol(val, &end, 10);
-            if (*val == '\0' || *end != '\0' || errno != 0 || repeat < 1 || repeat > 1000) {
-                fprintf(stderr, "baton advise: --repeat '%s': a count from 1 to 1000\n", val);
-                return 2;
-            }
-        } else {
-            if (strcmp(val, "mutex") == 0)
-                cls = CLI_MUTEX;
-            else if (strcmp(val, "rwlock") == 0)
-                cls = CLI_RWLOCK;
-            else if (strcmp(val, "spin") == 0)
-                cls = CLI_SPIN;
-            else {
-                fprintf(stderr, "baton advise: --class '%s': one of mutex, rwlock, spin\n", val);
-                return 2;
-            }
-        }
-    }
-    if (i >= argc) {
-        fprintf(stderr, "baton advise: no command given\n");
-        usage(stderr);
+    } else if (strcmp(val, "mutex") == 0) {
+        ao->cls = CLI_MUTEX;
+    } else if (strcmp(val, "rwlock") == 0) {
+        ao->cls = CLI_RWLOCK;
+    } else if (strcmp(val, "spin") == 0) {
+        ao->cls = CLI_SPIN;
+    } else {
+        fprintf(stderr, "baton advise: --class '%s': one of mutex, rwlock, spin\n", val);
         return 2;
     }
+    return 0;
+}
+
+int cmd_advise(int argc, char **argv)
+{
+    const char *metric = "wall";
+    struct advise_opts ao = {NULL, 3, CLI_MUTEX};
+    const cli_opt_t opts[] = {{"locks", CLI_VALUE, 0, 'l'},
+                              {"metric", CLI_VALUE, 0, 'm', &metric},
+                              {"repeat", CLI_VALUE, 0, 'r'},
+                              {"class", CLI_VALUE, 0, 'c'},
+                              {0}};
+    int i;
+    const int prc = cli_getopt("baton advise", argc, argv, opts, CLI_COMMAND, advise_option, &ao, usage, &i);
+    if (prc >= 0) {
+        free(ao.list);
+        return prc;
+    }
+    char *list = ao.list;
+    const long repeat = ao.repeat;
+    const cli_class_t cls = ao.cls;
     char **cmd = argv + i;
 
     regex_t re;
@@ -337,7 +310,7 @@ int cmd_advise(int argc, char **argv)
                 fprintf(stderr, "\nbaton advise: cannot reuse %s\n", errpath);
                 return 2;
             }
-            double t0 = now_s();
+            double t0 = bench_now();
             pid_t pid = cli_spawn("baton advise", cmd, &env, use_re ? pfd[1] : null, errfd);
             char *outbuf = NULL;
             size_t outlen = 0;
@@ -348,7 +321,7 @@ int cmd_advise(int argc, char **argv)
                 close(pfd[0]);
             }
             int sig = 0, status = pid < 0 ? 127 : cli_wait(pid, &sig);
-            double elapsed = now_s() - t0;
+            double elapsed = bench_now() - t0;
             const char *label = c->spec ? c->spec : "stock";
             if (status != 0) {
                 fprintf(stderr, "\nbaton advise: '%s' failed under %s: %s %d\n", cmd[0], label,

@@ -1,15 +1,12 @@
 /* info.c - `baton info`: describe this machine (topology, CPU features,
  * measured costs of the primitives) as text, and optionally as JSON. */
-#include "machine.h"
+#include "bench_cli.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-/* The `info` subcommand; argv[0] is "info".  Declared here because the CLI
- * has no header of its own for subcommands: main.c declares it too. */
-int cmd_info(int argc, char **argv);
 
 static void usage(FILE *f)
 {
@@ -27,32 +24,18 @@ static void usage(FILE *f)
 int cmd_info(int argc, char **argv)
 {
     const char *json_path = NULL;
-    bool measure = true;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--no-measure") == 0) {
-            measure = false;
-        } else if (strcmp(a, "--json") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "baton info: --json needs a file name\n");
-                return 2;
-            }
-            json_path = argv[++i];
-        } else if (strncmp(a, "--json=", 7) == 0) {
-            json_path = a + 7;
-        } else {
-            fprintf(stderr, "baton info: unknown argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    bool no_measure = false;
+    const cli_opt_t opts[] = {{"json", CLI_VALUE, 0, 'j', &json_path, "a file name"},
+                              {"no-measure", CLI_FLAG, &no_measure},
+                              {0}};
+    const int prc = cli_getopt("baton info", argc, argv, opts, CLI_NO_OPERANDS, NULL, NULL, usage, NULL);
+    if (prc >= 0)
+        return prc;
     if (json_path && !*json_path) {
         fprintf(stderr, "baton info: --json needs a file name\n");
         return 2;
     }
+    const bool measure = !no_measure;
 
     machine_t m;
     machine_describe(&m, measure);

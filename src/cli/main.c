@@ -5,24 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "peers/peers.h"
-
-int cmd_info(int argc, char **argv);            /* info.c */
-int cmd_bench_micro(int argc, char **argv);     /* bench/micro.c */
-int cmd_bench_pq(int argc, char **argv);        /* bench/pq.c */
-int cmd_bench_rw(int argc, char **argv);        /* bench/rw.c */
-int cmd_bench_uncontended(int argc, char **argv); /* bench/uncontended.c */
-int cmd_bench_elide(int argc, char **argv);     /* bench/elide.c */
-int cmd_bench_barrier(int argc, char **argv);   /* bench/barrier.c */
-int cmd_bench_wake(int argc, char **argv);      /* bench/wake.c */
-int cmd_bench_server(int argc, char **argv);    /* bench/server.c */
-int cmd_bench_matrix(int argc, char **argv);    /* bench/matrix.c */
-int cmd_bench_apps(int argc, char **argv);      /* run.c */
-int cmd_run(int argc, char **argv);             /* run.c */
-int cmd_profile(int argc, char **argv);         /* profile.c */
-int cmd_advise(int argc, char **argv);          /* advise.c */
-int cmd_torture(int argc, char **argv);         /* torture.c */
-int cmd_plot(int argc, char **argv);            /* plot.c */
+#include "bench_cli.h"
+#include "commands.h"
+#include "../base/join.h"
 
 static void usage(FILE *f)
 {
@@ -67,10 +52,8 @@ static int cmd_kinds(void)
             {BATON_CAP_RW, "rw"},           {BATON_CAP_SERVER, "server"},
             {BATON_CAP_WRAPPER, "wrapper"},  {BATON_CAP_TIMED, "timed"}};
         for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
-            if (k[i].caps & names[j].bit) {
-                strncat(caps, caps[0] ? "," : "", sizeof caps - strlen(caps) - 1);
-                strncat(caps, names[j].name, sizeof caps - strlen(caps) - 1);
-            }
+            if (k[i].caps & names[j].bit)
+                baton_join(caps, sizeof caps, ",", "%s", names[j].name);
         printf("%-12s %-9s %-50s %s\n", k[i].name, k[i].default_wait, caps, k[i].summary);
         /* The options from the registry's data, one a line with its help;
          * those every kind takes (check) once, below. */
@@ -100,13 +83,7 @@ static int cmd_kinds(void)
         printf("%s, ", baton_wait_policy_name(w));
     printf("auto\nspec grammar: kind[:wait][,key=value...], e.g. relay:spinpark,slice_us=100;\n"
            "              wrappers: kind(<inner spec>)[,key=value...], e.g. rw(mcs:spinpark)\n");
-    const bench_peer_t *p;
-    size_t np = bench_peers(&p);
-    printf("\npeers in this build (baton bench only):\n");
-    for (size_t i = 0; i < np; i++)
-        printf("  %-18s %s\n", p[i].name, p[i].summary);
-    if (np == 0)
-        printf("  none (install libck-dev, libabsl-dev, libtbb-dev and rebuild)\n");
+    bench_print_peers(stdout);
     return 0;
 }
 

@@ -15,6 +15,7 @@
  *   python3 on PATH (matplotlib may be installed system-wide).
  * The script exits 3 when matplotlib cannot be imported, after saying why
  * and the command that installs it (BATON_PLOT_INSTALL, set here). */
+#include "commands.h"
 #include "launch.h"
 
 #include <limits.h>
@@ -30,8 +31,6 @@
 #ifndef BATON_BIN_TO_PLOT
 #define BATON_BIN_TO_PLOT "../share/baton/plot"
 #endif
-
-int cmd_plot(int argc, char **argv);
 
 #define PLOT_SCRIPT "baton_plot.py"
 #define PLOT_EXIT_NO_MATPLOTLIB 3 /* baton_plot.py's */

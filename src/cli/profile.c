@@ -3,6 +3,8 @@
  * process wrote at exit (format: src/preload/profile.c), symbolize the call
  * sites and print the locks sorted by total wait, on stderr: the program's
  * stdout stays its own. */
+#include "bench_cli.h"
+#include "commands.h"
 #include "launch.h"
 
 #include <baton/baton.h>
@@ -19,8 +21,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-int cmd_profile(int argc, char **argv);
 
 typedef struct proc {
     int pid;
@@ -674,59 +674,31 @@ static void usage(FILE *f)
             "Exit status: CMD's.\n");
 }
 
+static int profile_option(int c, const char *val, void *ctx)
+{
+    (void)c; /* --top: the one option not stored by the table */
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (val[0] == '\0' || val[0] == '-' || *end != '\0' || errno != 0) {
+        fprintf(stderr, "baton profile: --top '%s': not a count\n", val);
+        return 2;
+    }
+    *(size_t *)ctx = (size_t)v;
+    return 0;
+}
+
 int cmd_profile(int argc, char **argv)
 {
     size_t top = 20;
     const char *json = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        const char *val = NULL;
-        bool is_top = strcmp(a, "--top") == 0 || strncmp(a, "--top=", 6) == 0;
-        bool is_json = strcmp(a, "--json") == 0 || strncmp(a, "--json=", 7) == 0;
-        if (!is_top && !is_json) {
-            fprintf(stderr, "baton profile: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (strchr(a, '=') != NULL) {
-            val = strchr(a, '=') + 1;
-        } else if (i + 1 < argc) {
-            val = argv[++i];
-        } else {
-            fprintf(stderr, "baton profile: %s needs a value\n", a);
-            return 2;
-        }
-        if (is_top) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(val, &end, 10);
-            if (val[0] == '\0' || val[0] == '-' || *end != '\0' || errno != 0) {
-                fprintf(stderr, "baton profile: --top '%s': not a count\n", val);
-                return 2;
-            }
-            top = (size_t)v;
-        } else {
-            if (val[0] == '\0') {
-                fprintf(stderr, "baton profile: --json needs a file name\n");
-                return 2;
-            }
-            json = val;
-        }
-    }
-    if (i >= argc) {
-        fprintf(stderr, "baton profile: no command given\n");
-        usage(stderr);
+    const cli_opt_t opts[] = {{"top", CLI_VALUE, 0, 't'}, {"json", CLI_VALUE, 0, 'j', &json}, {0}};
+    int i;
+    const int prc = cli_getopt("baton profile", argc, argv, opts, CLI_COMMAND, profile_option, &top, usage, &i);
+    if (prc >= 0)
+        return prc;
+    if (json != NULL && json[0] == '\0') {
+        fprintf(stderr, "baton profile: --json needs a file name\n");
         return 2;
     }
     for (int c = 0; c < 3; c++) {

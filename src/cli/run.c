@@ -1,8 +1,11 @@
 /* run.c - `baton run`: run a command with the interposer (libbaton-preload.so)
  * and the chosen lock kinds; and what the other launching commands share
  * (launch.h). */
+#include "bench_cli.h"
+#include "commands.h"
 #include "launch.h"
 #include "../api/registry.h"
+#include "../base/join.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -25,8 +28,6 @@
 #ifndef BATON_BIN_TO_APPS
 #define BATON_BIN_TO_APPS "../share/baton/apps"
 #endif
-
-int cmd_run(int argc, char **argv);
 
 /* --- specs ------------------------------------------------------------------------ */
 
@@ -55,17 +56,15 @@ const char *cli_class_env(cli_class_t c)
 static void interposable(char *buf, size_t size, cli_class_t c)
 {
     const baton_kind_info_t *k;
-    size_t n = baton_kinds(&k), used = 0;
+    size_t n = baton_kinds(&k);
     buf[0] = '\0';
-    for (size_t i = 0; i < n && used + 1 < size; i++) {
+    for (size_t i = 0; i < n; i++) {
         bool stock = strcmp(k[i].name, "pthread") == 0;
         if (!stands_in(k[i].name, k[i].caps, c) && !stock)
             continue;
-        int w = snprintf(buf + used, size - used, "%s%s%s", used ? ", " : "", k[i].name,
-                         stock ? " (glibc's own)" : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)" : "");
-        if (w < 0)
+        if (!baton_join(buf, size, ", ", "%s%s", k[i].name,
+                        stock ? " (glibc's own)" : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)" : ""))
             break;
-        used += (size_t)w;
     }
 }
 
@@ -384,51 +383,15 @@ int cmd_run(int argc, char **argv)
     const char *spec[3] = {NULL, NULL, NULL};
     static const char *const opt[3] = {"--lock", "--rwlock", "--spin"};
     bool verbose = false;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--verbose") == 0) {
-            verbose = true;
-            continue;
-        }
-        int c = -1;
-        const char *val = NULL;
-        for (int k = 0; k < 3; k++) {
-            size_t n = strlen(opt[k]);
-            if (strcmp(a, opt[k]) == 0) {
-                if (i + 1 >= argc) {
-                    fprintf(stderr, "baton run: %s needs a spec\n", opt[k]);
-                    return 2;
-                }
-                c = k;
-                val = argv[++i];
-            } else if (strncmp(a, opt[k], n) == 0 && a[n] == '=') {
-                c = k;
-                val = a + n + 1;
-            }
-        }
-        if (c < 0) {
-            fprintf(stderr, "baton run: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        spec[c] = val;
-    }
-    if (i >= argc) {
-        fprintf(stderr, "baton run: no command given\n");
-        usage(stderr);
-        return 2;
-    }
+    const cli_opt_t opts[] = {{"lock", CLI_VALUE, 0, 0, &spec[CLI_MUTEX], "a spec"},
+                              {"rwlock", CLI_VALUE, 0, 0, &spec[CLI_RWLOCK], "a spec"},
+                              {"spin", CLI_VALUE, 0, 0, &spec[CLI_SPIN], "a spec"},
+                              {"verbose", CLI_FLAG, &verbose},
+                              {0}};
+    int i;
+    const int prc = cli_getopt("baton run", argc, argv, opts, CLI_COMMAND, NULL, NULL, usage, &i);
+    if (prc >= 0)
+        return prc;
     cli_env_t env = {0};
     for (int c = 0; c < 3; c++) {
         if (spec[c] == NULL)
@@ -462,8 +425,6 @@ int cmd_run(int argc, char **argv)
 }
 
 /* --- baton bench apps ------------------------------------------------------------------------ */
-
-int cmd_bench_apps(int argc, char **argv);
 
 /* `baton bench apps [ARGS]`: exec bench/apps/run-apps.sh ARGS (installed as
  * <prefix>/share/baton/apps/run-apps.sh) with BATON_BIN (this binary) and

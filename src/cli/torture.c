@@ -47,9 +47,10 @@
  * --busted runs the stress harness's broken lock instead of the kinds, and
  * must be caught.  Exit status: 0 clean, 1 a violation or a hang, 2 usage.
  */
-#include "bench.h"
-#include "guard.h"
+#include "bench_cli.h"
+#include "commands.h"
 #include "../api/registry.h"
+#include "../base/join.h"
 
 #include <baton/barrier.h>
 
@@ -64,8 +65,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int cmd_torture(int argc, char **argv);
 
 /* --- limits and knobs -------------------------------------------------------------- */
 
@@ -1062,12 +1061,10 @@ static void *watchdog(void *arg)
         pthread_mutex_lock(&current_mu);
         episode_t *e = baton_load(&current, memory_order_relaxed); /* under current_mu */
         char doing[1024] = "";
-        size_t used = 0;
-        for (int t = 0; e && t < e->nthreads && used < sizeof doing; t++) {
+        for (int t = 0; e && t < e->nthreads; t++) {
             uint32_t d = baton_load(&e->doing[t], memory_order_relaxed); /* a hint */
-            int n = snprintf(doing + used, sizeof doing - used, "%s t%d %s on lock %u", t ? "," : "", t,
-                             d ? op_names[(d & 0xffu) - 1] : "nothing yet", d >> 8);
-            used += n > 0 ? (size_t)n : 0;
+            baton_join(doing, sizeof doing, ",", " t%d %s on lock %u", t,
+                       d ? op_names[(d & 0xffu) - 1] : "nothing yet", d >> 8);
         }
         fprintf(stderr,
                 "baton torture: FAIL: no operation finished for %.0f s: kind '%s' (episode %d, barrier %s); "
@@ -1156,63 +1153,68 @@ static void usage(FILE *f)
             MAX_THREADS);
 }
 
-int cmd_torture(int argc, char **argv)
+/* What torture's options set (besides run_seed). */
+struct torture_opts {
+    double seconds;
+    bool seeded;
+    int max_threads;
+    unsigned faults;
+};
+
+static int torture_option(int c, const char *v, void *ctx)
 {
-    double seconds = 20;
-    bool seeded = false, busted = false, quiet = false;
-    const char *kinds = NULL;
-    int max_threads = 8;
-    unsigned faults = F_ALL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--busted")) {
-            busted = true;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = true;
-        } else if (v && !strcmp(a, "--seconds")) {
-            char *end;
-            seconds = strtod(v, &end);
-            if (*end || !(seconds > 0)) {
-                fprintf(stderr, "baton torture: --seconds needs a positive number, not '%s'\n", v);
-                return 2;
-            }
-            i++;
-        } else if (v && !strcmp(a, "--seed")) {
-            char *end;
-            run_seed = strtoull(v, &end, 0);
-            if (*end || !*v) {
-                fprintf(stderr, "baton torture: --seed needs a number, not '%s'\n", v);
-                return 2;
-            }
-            seeded = true;
-            i++;
-        } else if (v && !strcmp(a, "--kinds")) {
-            kinds = v;
-            i++;
-        } else if (v && !strcmp(a, "--threads")) {
-            max_threads = atoi(v);
-            if (max_threads < 2 || max_threads > MAX_THREADS) {
-                fprintf(stderr, "baton torture: --threads takes 2 to %d, not '%s'\n", MAX_THREADS, v);
-                return 2;
-            }
-            i++;
-        } else if (v && !strcmp(a, "--faults")) {
-            faults = parse_faults(v);
-            if (faults == ~0u) {
-                fprintf(stderr, "baton torture: --faults takes preempt,hogs,affinity,exit,fork, all or none, not '%s'\n",
-                        v);
-                return 2;
-            }
-            i++;
-        } else {
-            fprintf(stderr, "baton torture: unknown argument '%s'\n", a);
-            usage(stderr);
+    struct torture_opts *to = ctx;
+    char *end;
+    switch (c) {
+    case 's':
+        to->seconds = strtod(v, &end);
+        if (*end || !(to->seconds > 0)) {
+            fprintf(stderr, "baton torture: --seconds needs a positive number, not '%s'\n", v);
             return 2;
         }
+        return 0;
+    case 'S':
+        run_seed = strtoull(v, &end, 0);
+        if (*end || !*v) {
+            fprintf(stderr, "baton torture: --seed needs a number, not '%s'\n", v);
+            return 2;
+        }
+        to->seeded = true;
+        return 0;
+    case 't':
+        to->max_threads = atoi(v);
+        if (to->max_threads < 2 || to->max_threads > MAX_THREADS) {
+            fprintf(stderr, "baton torture: --threads takes 2 to %d, not '%s'\n", MAX_THREADS, v);
+            return 2;
+        }
+        return 0;
+    default: /* 'f' */
+        to->faults = parse_faults(v);
+        if (to->faults == ~0u) {
+            fprintf(stderr, "baton torture: --faults takes preempt,hogs,affinity,exit,fork, all or none, not '%s'\n",
+                    v);
+            return 2;
+        }
+        return 0;
     }
+}
+
+int cmd_torture(int argc, char **argv)
+{
+    struct torture_opts to = {.seconds = 20, .max_threads = 8, .faults = F_ALL};
+    bool busted = false, quiet = false;
+    const char *kinds = NULL;
+    const cli_opt_t opts[] = {{"seconds", CLI_VALUE, 0, 's'}, {"seed", CLI_VALUE, 0, 'S'},
+                              {"kinds", CLI_VALUE, 0, 'k', &kinds}, {"threads", CLI_VALUE, 0, 't'},
+                              {"faults", CLI_VALUE, 0, 'f'},    {"busted", CLI_FLAG, &busted},
+                              {"quiet", CLI_FLAG, &quiet},      {0}};
+    const int prc = cli_getopt("baton torture", argc, argv, opts, CLI_NO_OPERANDS, torture_option, &to, usage, NULL);
+    if (prc >= 0)
+        return prc;
+    const double seconds = to.seconds;
+    const bool seeded = to.seeded;
+    const int max_threads = to.max_threads;
+    const unsigned faults = to.faults;
 
     /* The kinds, in registry order, then shuffled per cycle. */
     const baton_kind_info_t *reg;
@@ -1376,18 +1378,12 @@ int cmd_torture(int argc, char **argv)
             ks->violations += bad;
             failed++;
             char what[512] = "", ops[256] = "";
-            size_t u = 0, v = 0;
             for (size_t i = 0; i < sizeof tv / sizeof tv[0]; i++)
-                if (tv[i]) {
-                    int n = snprintf(what + u, sizeof what - u, "%s%llu %s", u ? ", " : "",
-                                     (unsigned long long)tv[i], tn[i]);
-                    u += n > 0 && (size_t)n < sizeof what - u ? (size_t)n : 0;
-                }
+                if (tv[i])
+                    baton_join(what, sizeof what, ", ", "%llu %s", (unsigned long long)tv[i], tn[i]);
             for (int op = 0; op < OP_COUNT; op++)
-                if (baton_load(&e->ops.bad[op], memory_order_relaxed)) { /* after the joins */
-                    int n = snprintf(ops + v, sizeof ops - v, "%s%s", v ? "," : "", op_names[op]);
-                    v += n > 0 && (size_t)n < sizeof ops - v ? (size_t)n : 0;
-                }
+                if (baton_load(&e->ops.bad[op], memory_order_relaxed)) /* after the joins */
+                    baton_join(ops, sizeof ops, ",", "%s", op_names[op]);
             printf("baton torture: FAIL: kind '%s', episode %d (%d threads, %d lock%s, barrier %s): %s; "
                    "operation%s: %s; seed %llu\n",
                    e->spec, e->number, e->nthreads, e->nlocks, e->nlocks == 1 ? "" : "s", e->barrier_spec, what,

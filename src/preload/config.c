@@ -9,6 +9,7 @@
  */
 #include "preload.h"
 #include "../api/registry.h"
+#include "../base/join.h"
 #include <baton/barrier.h>
 
 #include <errno.h>
@@ -24,15 +25,13 @@ bool pl_config_flag(const char *value)
 static void interposable_names(char *buf, size_t size, unsigned need)
 {
     const baton_kind_info_t *k;
-    size_t n = baton_kinds(&k), used = 0;
+    size_t n = baton_kinds(&k);
     buf[0] = '\0';
-    for (size_t i = 0; i < n && used + 1 < size; i++) {
+    for (size_t i = 0; i < n; i++) {
         if ((k[i].caps & need) != need && strcmp(k[i].name, "pthread") != 0)
             continue;
-        int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", k[i].name);
-        if (w < 0)
+        if (!baton_join(buf, size, ", ", "%s", k[i].name))
             break;
-        used += (size_t)w;
     }
 }
 

@@ -78,6 +78,7 @@
  * is last so that it may hold any character but a newline.
  */
 #include "preload.h"
+#include "../wait/wait_internal.h" /* baton_now_ns, baton_tsc_calibrate */
 #include <baton/preload.h>
 
 #include <dlfcn.h>
@@ -288,32 +289,8 @@ pl_prof_t *pl_prof_get(const void *addr, pl_prof_type type, const void *caller)
 
 static int use_tsc;
 static uint64_t tsc_base, ns_base, tsc_mult; /* ns = ns_base + (tsc - tsc_base) * tsc_mult >> 32 */
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-#if PL_HAVE_TSC
-/* A (CLOCK_MONOTONIC, TSC) pair read as close together as we can: the
- * monotonic read bracketed by two TSC reads, best of a few tries. */
-static void clock_pair(uint64_t *ns, uint64_t *tsc)
-{
-    uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 5; i++) {
-        uint64_t a = __rdtsc();
-        uint64_t n = mono_ns();
-        uint64_t b = __rdtsc();
-        if (b - a < best) {
-            best = b - a;
-            *ns = n;
-            *tsc = a + (b - a) / 2;
-        }
-    }
-}
-#endif
+/* The TSC against the clock over 0.5 ms, spinning (at start-up). */
+#define PL_TSC_SPAN_NS 500000u
 
 static void clock_calibrate(void)
 {
@@ -325,16 +302,12 @@ static void clock_calibrate(void)
      * every power state, so it can stand for wall time. */
     if (!__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8)))
         return;
-    uint64_t n0 = 0, t0 = 0, n1 = 0, t1 = 0; /* set by clock_pair(); gcc -O3 cannot tell */
-    clock_pair(&n0, &t0);
-    do
-        clock_pair(&n1, &t1);
-    while (n1 - n0 < 500000u);
-    if (t1 <= t0)
+    baton_tsc_span_t s;
+    if (baton_tsc_calibrate(PL_TSC_SPAN_NS, false, &s) == 0.0)
         return;
-    tsc_mult = ((n1 - n0) << 32) / (t1 - t0); /* n1 - n0 < 2^31: no overflow */
-    tsc_base = t0;
-    ns_base = n0;
+    tsc_mult = ((s.ns1 - s.ns0) << 32) / (s.tsc1 - s.tsc0); /* ns1 - ns0 < 2^31: no overflow */
+    tsc_base = s.tsc0;
+    ns_base = s.ns0;
     use_tsc = tsc_mult != 0;
 #endif
 }
@@ -345,7 +318,7 @@ uint64_t pl_prof_now(void)
     if (BATON_LIKELY(use_tsc))
         return ns_base + (uint64_t)(((unsigned __int128)(__rdtsc() - tsc_base) * tsc_mult) >> 32);
 #endif
-    return mono_ns();
+    return baton_now_ns();
 }
 
 /* --- the hooks ------------------------------------------------------------------------ */

@@ -40,6 +40,7 @@
 #include "server_rt.h"
 #include "../base/cs.h"
 #include "../base/error.h"
+#include "../base/join.h"
 #include "../wait/wait_internal.h"
 
 #include <errno.h>
@@ -359,17 +360,15 @@ static int start_thread(srt_server_t *s)
 /* "0-3,6" into buf. */
 static void format_mask(const cpu_set_t *m, char *buf, size_t size)
 {
-    size_t used = 0;
+    bool fits = true;
     buf[0] = '\0';
-    for (int c = 0; c < CPU_SETSIZE && used < size; c++) {
+    for (int c = 0; c < CPU_SETSIZE && fits; c++) {
         if (!CPU_ISSET(c, m) || (c > 0 && CPU_ISSET(c - 1, m)))
             continue;
         int e = c;
         while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, m))
             e++;
-        int n = e > c ? snprintf(buf + used, size - used, "%s%d-%d", used ? "," : "", c, e)
-                      : snprintf(buf + used, size - used, "%s%d", used ? "," : "", c);
-        used += n > 0 ? (size_t)n : 0;
+        fits = e > c ? baton_join(buf, size, ",", "%d-%d", c, e) : baton_join(buf, size, ",", "%d", c);
     }
 }
 

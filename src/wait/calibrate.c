@@ -42,13 +42,6 @@ static baton_calibration_t cal;
 static double tsc_per_ns;
 static pthread_once_t cal_once = PTHREAD_ONCE_INIT;
 
-uint64_t baton_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 double baton_tsc_per_ns(void)
 {
     (void)baton_calibration();
@@ -73,9 +66,7 @@ struct wake_probe {
 
 static uint64_t thread_cpu_ns(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    return baton_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void *sleeper(void *arg)
@@ -238,13 +229,12 @@ static double time_futex_wake(void)
     return (double)(baton_now_ns() - t0) / n;
 }
 
+/* The TSC against the clock over a 2 ms sleep. */
+#define TSC_SPAN_NS 2000000u
+
 static void measure_tsc(void)
 {
-    uint64_t c0 = baton_rdtsc(), t0 = baton_now_ns();
-    struct timespec d = {0, 2000000};
-    nanosleep(&d, NULL);
-    uint64_t c1 = baton_rdtsc(), t1 = baton_now_ns();
-    tsc_per_ns = (t1 > t0 && c1 > c0) ? (double)(c1 - c0) / (double)(t1 - t0) : 0.0;
+    tsc_per_ns = baton_tsc_calibrate(TSC_SPAN_NS, true, NULL);
 }
 
 static double clamp(double v, double lo, double hi)

@@ -4,6 +4,8 @@
 
 #include <baton/wait.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 
 /* Monitor-wait until *word != val or `cycles` TSC cycles pass. */
 void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles);
@@ -61,8 +63,23 @@ static inline void baton_helper_waiter_init(baton_helper_waiter_t *h, const bato
 bool baton_helper_pause(baton_helper_waiter_t *h, const _Atomic uint32_t *addr, uint32_t val);
 uint32_t baton_wait_for_helper(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old);
 
-/* Monotonic clock in nanoseconds. */
+/* The clock (clock.c): CLOCK_MONOTONIC in nanoseconds, and any other
+ * clock (CLOCK_THREAD_CPUTIME_ID, ...) likewise. */
 uint64_t baton_now_ns(void);
+uint64_t baton_clock_ns(clockid_t clock);
+
+/* Two (CLOCK_MONOTONIC ns, TSC) readings, each the clock read bracketed by
+ * two TSC reads (the tightest of a few tries). */
+typedef struct baton_tsc_span {
+    uint64_t ns0, tsc0, ns1, tsc1;
+} baton_tsc_span_t;
+
+/* The TSC's ticks per nanosecond against CLOCK_MONOTONIC, over at least
+ * span_ns: asleep (nanosleep) for it when `sleep`, else spinning on the
+ * clock.  The readings go to *span (NULL: not wanted).  0 without a TSC
+ * (baton_rdtsc() reads 0) or when it did not advance.  The TSC's rate is
+ * only wall time where the CPU says it is invariant (the caller checks). */
+double baton_tsc_calibrate(uint64_t span_ns, bool sleep, baton_tsc_span_t *span);
 
 /* The environment's say in calibration (values, NULL: unset; they read
  * nothing else, so that a fuzz target can call them): BATON_SPIN_FIXED=1,

@@ -7,7 +7,7 @@
  * to its callback, expands --locks, and returns before any benchmark runs.
  * The result must be 0 (parsed, or --help) or 2 (refused).
  */
-#include "bench.h"
+#include "bench.h" /* bench_parse_only; the benches (bench_cli.h) */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -15,14 +15,6 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int cmd_bench_micro(int argc, char **argv);
-int cmd_bench_pq(int argc, char **argv);
-int cmd_bench_rw(int argc, char **argv);
-int cmd_bench_elide(int argc, char **argv);
-int cmd_bench_barrier(int argc, char **argv);
-int cmd_bench_wake(int argc, char **argv);
-int cmd_bench_server(int argc, char **argv);
 
 static const struct {
     const char *name;
