@@ -180,8 +180,7 @@ static void bar_episodes(struct bar_state *s, unsigned index, const _Atomic int 
          * before those loads.  Relaxed (`stop`): the runner's flag carries
          * no data.  With --inject-fault the barrier orders nothing, so the
          * run keeps its R episodes. */
-        if (index == 0 && !s->p->inject_fault &&
-            atomic_load_explicit(stop, memory_order_relaxed) &&
+        if (index == 0 && !s->p->inject_fault && atomic_load_explicit(stop, memory_order_relaxed) &&
             baton_load(&sh->last, memory_order_relaxed) > e)
             baton_store(&sh->last, e, memory_order_relaxed);
         if (fault && e % FAULT_EVERY == 5) {
@@ -288,23 +287,22 @@ static int bar_verify(void *state, const uint64_t *ops, int threads, bench_resul
     if (early) {
         const struct bar_thread *t = &s->t[first];
         snprintf(r->message, sizeof r->message,
-                 "thread %d passed episode %" PRIu64 " with %" PRIu64 " of %" PRIu64
-                 " arrivals; %" PRIu64 " early passes in all: barrier broken",
+                 "thread %d passed episode %" PRIu64 " with %" PRIu64 " of %" PRIu64 " arrivals; %" PRIu64
+                 " early passes in all: barrier broken",
                  first, t->first_early, t->seen_early, (t->first_early + 1) * s->n, early);
         return 1;
     }
     const uint64_t episodes = s->t[0].episodes;
     for (int i = 1; i < threads; i++)
         if (s->t[i].episodes != episodes) {
-            snprintf(r->message, sizeof r->message,
-                     "thread %d ran %" PRIu64 " episodes, thread 0 %" PRIu64, i, s->t[i].episodes,
-                     episodes);
+            snprintf(r->message, sizeof r->message, "thread %d ran %" PRIu64 " episodes, thread 0 %" PRIu64,
+                     i, s->t[i].episodes, episodes);
             return 1;
         }
     if (s->baton && serial != episodes) {
         snprintf(r->message, sizeof r->message,
-                 "%" PRIu64 " serial threads named in %" PRIu64 " episodes (must be one each)",
-                 serial, episodes);
+                 "%" PRIu64 " serial threads named in %" PRIu64 " episodes (must be one each)", serial,
+                 episodes);
         return 1;
     }
     return 0;
@@ -466,10 +464,7 @@ typedef struct bar_rec {
     bench_result_t r;
 } bar_rec_t;
 
-static bool rec_ok(const bar_rec_t *x)
-{
-    return x->r.status == BENCH_OK && x->episodes > 0;
-}
+static bool rec_ok(const bar_rec_t *x) { return x->r.status == BENCH_OK && x->episodes > 0; }
 
 static const char *rec_status(const bar_rec_t *x)
 {
@@ -510,11 +505,10 @@ static void print_cell(bar_rec_t *cell, int n, double box_s)
         }
         char note[96] = "";
         if (x->episodes < x->requested)
-            snprintf(note, sizeof note, ", shortened to %" PRIu64 " episodes (time box %.2g s)",
-                     x->episodes, box_s);
+            snprintf(note, sizeof note, ", shortened to %" PRIu64 " episodes (time box %.2g s)", x->episodes,
+                     box_s);
         printf("%4d  %-38s %11.3f %11.3f %8.2f %9" PRIu64 "  ok%s\n", i + 1,
-               x->resolved[0] ? x->resolved : x->spec,
-               x->us_per_episode, x->cpu_us_per_episode,
+               x->resolved[0] ? x->resolved : x->spec, x->us_per_episode, x->cpu_us_per_episode,
                x->limit_us > 0 ? x->us_per_episode / x->limit_us : 0.0, x->episodes, note);
     }
     free(order);
@@ -537,12 +531,12 @@ static void format_targets(char *buf, size_t size, const bar_rec_t *cell, int n,
 {
     const bar_rec_t *b = best_of(cell, n, false), *p = best_of(cell, n, true);
     size_t used = 0;
-#define ADD(...)                                                                                   \
-    do {                                                                                           \
-        if (used < size) {                                                                         \
-            int w_ = snprintf(buf + used, size - used, __VA_ARGS__);                               \
-            used += w_ > 0 ? (size_t)w_ : 0;                                                       \
-        }                                                                                          \
+#define ADD(...)                                                                                             \
+    do {                                                                                                     \
+        if (used < size) {                                                                                   \
+            int w_ = snprintf(buf + used, size - used, __VA_ARGS__);                                         \
+            used += w_ > 0 ? (size_t)w_ : 0;                                                                 \
+        }                                                                                                    \
     } while (0)
     buf[0] = '\0';
     ADD("%s", prefix);
@@ -570,8 +564,8 @@ static void format_targets(char *buf, size_t size, const bar_rec_t *cell, int n,
 #undef ADD
 }
 
-static int write_json(const char *path, const machine_t *m, const bar_rec_t *recs, int n,
-                      double unit_ns, double box_s, const char *pin)
+static int write_json(const char *path, const machine_t *m, const bar_rec_t *recs, int n, double unit_ns,
+                      double box_s, const char *pin)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -590,13 +584,14 @@ static int write_json(const char *path, const machine_t *m, const bar_rec_t *rec
             fprintf(f, ", \"resolved\": ");
             report_json_string(f, x->resolved);
         }
-        fprintf(f, ", \"threads\": %d, \"work_ns\": %ld, \"episodes_requested\": %" PRIu64
-                   ", \"episodes\": %" PRIu64 ", \"shortened\": %s",
+        fprintf(f,
+                ", \"threads\": %d, \"work_ns\": %ld, \"episodes_requested\": %" PRIu64
+                ", \"episodes\": %" PRIu64 ", \"shortened\": %s",
                 x->threads, x->work_ns, x->requested, x->episodes,
                 ok && x->episodes < x->requested ? "true" : "false");
         if (ok)
-            fprintf(f, ", \"us_per_episode\": %.6g, \"cpu_us_per_episode\": %.6g",
-                    x->us_per_episode, x->cpu_us_per_episode);
+            fprintf(f, ", \"us_per_episode\": %.6g, \"cpu_us_per_episode\": %.6g", x->us_per_episode,
+                    x->cpu_us_per_episode);
         else
             fprintf(f, ", \"us_per_episode\": null, \"cpu_us_per_episode\": null");
         fprintf(f, ", \"limit_us\": %.6g, \"verified\": %s, \"status\": ", x->limit_us,
@@ -669,18 +664,21 @@ int cmd_bench_barrier(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact", .threads = {2, 4, 8, 16}, .nthreads = 4};
     struct bar_opts bo = {.work = {0, 1000, 250000}, .nwork = 3, .episodes = 100000, .box = 0.3};
-    static const cli_opt_t opts[] = {
-        {"barriers", CLI_VALUE, 0, 'b'}, BENCH_OPT_THREADS,
-        {"work-ns", CLI_VALUE, 0, 'w'}, {"episodes", CLI_VALUE, 0, 'e'},
-        {"time-box", CLI_VALUE, 0, 'T'}, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
-        BENCH_OPT_END};
+    static const cli_opt_t opts[] = {{"barriers", CLI_VALUE, 0, 'b'},
+                                     BENCH_OPT_THREADS,
+                                     {"work-ns", CLI_VALUE, 0, 'w'},
+                                     {"episodes", CLI_VALUE, 0, 'e'},
+                                     {"time-box", CLI_VALUE, 0, 'T'},
+                                     BENCH_OPT_PIN,
+                                     BENCH_OPT_JSON,
+                                     BENCH_OPT_FAULT,
+                                     BENCH_OPT_END};
     const int prc = bench_getopt("barrier", argc, argv, opts, &o, bar_option, &bo, usage);
     if (prc >= 0)
         return prc;
     for (int i = 0; i < o.nthreads; i++)
         if (o.threads[i] < 1 || o.threads[i] > 1024) {
-            fprintf(stderr, "baton bench barrier: bad value for --threads: %d (1 to 1024)\n",
-                    o.threads[i]);
+            fprintf(stderr, "baton bench barrier: bad value for --threads: %d (1 to 1024)\n", o.threads[i]);
             usage(stderr);
             return 2;
         }

@@ -44,8 +44,8 @@ typedef struct bench_lock {
      * delegate (bench_peer_t). */
     void (*execute)(void *obj, baton_fn fn, void *ctx);
     void (*delegate)(void *obj, baton_fn fn, const void *args, size_t size);
-    baton_lock_t *baton;        /* baton kinds */
-    const bench_peer_t *peer;   /* peers */
+    baton_lock_t *baton;      /* baton kinds */
+    const bench_peer_t *peer; /* peers */
     /* What the workloads key on: the kind's BATON_CAP_* bits; a peer has
      * BATON_CAP_LOCK, plus BATON_CAP_RW when it has a reader mode, and a
      * delegation peer BATON_CAP_EXECUTE | BATON_CAP_DELEGATE, plus
@@ -224,8 +224,7 @@ void bench_lock_close(bench_lock_t *l);
  * has).  Keywords leave out wrapper kinds (BATON_CAP_WRAPPER): rw(<kind>)
  * must be named with its inner kind.
  * Returns the count, or -1 with a message. */
-int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err,
-                       size_t errlen);
+int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen);
 
 /* --- the runner ------------------------------------------------------------ */
 
@@ -246,7 +245,7 @@ typedef struct bench_result {
     double seconds;
     uint64_t min_thread_ops, max_thread_ops;
     double cpu_s;
-    double energy_j;      /* < 0: not available */
+    double energy_j; /* < 0: not available */
     /* Acquisition waits, sampled 1 in BENCH_WAIT_EVERY (bench_wait_due()):
      * the largest and the 99.9th percentile, in ns; < 0: no samples (the
      * workload does not acquire through the hot helpers). */
@@ -283,10 +282,10 @@ typedef struct bench_workload {
 typedef struct bench_cfg {
     int threads;
     double duration_s;
-    int pin_policy;          /* TOPO_PIN_* */
-    const int *pin_order;    /* CPU per thread index (wrapping), or NULL */
+    int pin_policy;       /* TOPO_PIN_* */
+    const int *pin_order; /* CPU per thread index (wrapping), or NULL */
     int npin;
-    double deadline_s;       /* kill the child after this long */
+    double deadline_s; /* kill the child after this long */
     /* CPU-bound processes (a spin loop each, unpinned, normal priority)
      * that run beside every run, from before the child starts until it is
      * collected; at most BENCH_HOGS_MAX (bench_cli.h). */
@@ -294,8 +293,8 @@ typedef struct bench_cfg {
 } bench_cfg_t;
 
 /* Run one measurement of `wl` on the lock named `spec` in a child process. */
-void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
-               const bench_cfg_t *cfg, bench_result_t *out);
+void bench_run(const bench_workload_t *wl, const void *params, const char *spec, const bench_cfg_t *cfg,
+               bench_result_t *out);
 
 /* --- helpers ---------------------------------------------------------------- */
 
@@ -339,14 +338,38 @@ typedef struct bench_opts {
 
 /* cli_opt_t entries for them; a bench lists those it takes, then its own,
  * then BENCH_OPT_END. */
-#define BENCH_OPT_LOCKS {"locks", CLI_VALUE, 0, 'l'}
-#define BENCH_OPT_THREADS {"threads", CLI_VALUE, 0, 't'}
-#define BENCH_OPT_DURATION {"duration", CLI_VALUE, 0, 'd'}
-#define BENCH_OPT_REPEAT {"repeat", CLI_VALUE, 0, 'r'}
-#define BENCH_OPT_PIN {"pin", CLI_VALUE, 0, 'p'}
-#define BENCH_OPT_JSON {"json", CLI_VALUE, 0, 'j'}
-#define BENCH_OPT_FAULT {"inject-fault", CLI_FLAG, 0, 'F'}
-#define BENCH_OPT_END {0}
+#define BENCH_OPT_LOCKS                                                                                      \
+    {                                                                                                        \
+        "locks", CLI_VALUE, 0, 'l'                                                                           \
+    }
+#define BENCH_OPT_THREADS                                                                                    \
+    {                                                                                                        \
+        "threads", CLI_VALUE, 0, 't'                                                                         \
+    }
+#define BENCH_OPT_DURATION                                                                                   \
+    {                                                                                                        \
+        "duration", CLI_VALUE, 0, 'd'                                                                        \
+    }
+#define BENCH_OPT_REPEAT                                                                                     \
+    {                                                                                                        \
+        "repeat", CLI_VALUE, 0, 'r'                                                                          \
+    }
+#define BENCH_OPT_PIN                                                                                        \
+    {                                                                                                        \
+        "pin", CLI_VALUE, 0, 'p'                                                                             \
+    }
+#define BENCH_OPT_JSON                                                                                       \
+    {                                                                                                        \
+        "json", CLI_VALUE, 0, 'j'                                                                            \
+    }
+#define BENCH_OPT_FAULT                                                                                      \
+    {                                                                                                        \
+        "inject-fault", CLI_FLAG, 0, 'F'                                                                     \
+    }
+#define BENCH_OPT_END                                                                                        \
+    {                                                                                                        \
+        0                                                                                                    \
+    }
 
 /* A bench's own option (its table code, its value or NULL): the same as a
  * cli_opt_fn (0 taken, 1 a bad value, 2 refused after saying why). */

@@ -47,21 +47,21 @@ int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
         }
 
     char err[1024], skipped[1024];
-    char (*specs)[BENCH_SPEC_MAX] = calloc(BENCH_MAX_LOCKS, sizeof *specs);
+    char(*specs)[BENCH_SPEC_MAX] = calloc(BENCH_MAX_LOCKS, sizeof *specs);
     if (!specs) {
         fprintf(stderr, "baton bench %s: out of memory\n", cmd->name);
         return 2;
     }
-    int nspecs = bench_expand_locks(cmd->locks ? cmd->locks : cmd->default_locks, specs,
-                                    BENCH_MAX_LOCKS, err, sizeof err);
+    int nspecs = bench_expand_locks(cmd->locks ? cmd->locks : cmd->default_locks, specs, BENCH_MAX_LOCKS, err,
+                                    sizeof err);
     if (nspecs < 0) {
         fprintf(stderr, "baton bench %s: %s\n", cmd->name, err);
         free(specs);
         return 2;
     }
     (void)baton_calibration(); /* once, here: every child inherits it */
-    nspecs = bench_check_specs(cmd, specs, nspecs, cmd->locks == NULL, skipped, sizeof skipped, err,
-                               sizeof err);
+    nspecs =
+        bench_check_specs(cmd, specs, nspecs, cmd->locks == NULL, skipped, sizeof skipped, err, sizeof err);
     if (nspecs <= 0) {
         fprintf(stderr, "baton bench %s: %s\n", cmd->name,
                 nspecs < 0 ? err : "none of the default locks opens");
@@ -88,8 +88,8 @@ int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
     for (int i = 0; i < cmd->nthreads; i++)
         printf("%s%d", i ? "," : " ", cmd->threads[i]);
     printf("%s; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = %.2f ns%s\n",
-           cmd->header_params ? cmd->header_params : "", cmd->duration_s, cmd->repeat, cmd->pin,
-           out->cores, out->unit_ns, cmd->header_tail ? cmd->header_tail : "");
+           cmd->header_params ? cmd->header_params : "", cmd->duration_s, cmd->repeat, cmd->pin, out->cores,
+           out->unit_ns, cmd->header_tail ? cmd->header_tail : "");
     if (skipped[0])
         printf("skipped (not in this build): %s\n", skipped);
     for (int k = 0; cmd->describe && k < nspecs; k++) {
@@ -107,8 +107,7 @@ int bench_cmd_finish(bench_setup_t *s, const char *json_path, const char *extra_
 {
     if (json_path) {
         if (report_json(json_path, &s->m, extra_json, recs, nrecs) != 0) {
-            fprintf(stderr, "baton bench %s: cannot write %s: %s\n", s->name, json_path,
-                    strerror(errno));
+            fprintf(stderr, "baton bench %s: cannot write %s: %s\n", s->name, json_path, strerror(errno));
             failed++;
         } else {
             printf("\nwrote %s\n", json_path);
@@ -163,8 +162,8 @@ void bench_refs_free(bench_refs_t *refs)
     *refs = (bench_refs_t){0};
 }
 
-double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS],
-                        const bench_record_t *cell, int n, int threads, int cores)
+double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS], const bench_record_t *cell, int n,
+                        int threads, int cores)
 {
     bench_ref_t *r1 = ref_find(refs, key);
     if (r1 && threads == 1)
@@ -180,8 +179,7 @@ double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS],
     return eff * rate1 < rate0 ? eff * rate1 : rate0;
 }
 
-double bench_single_rate(const bench_workload_t *wl, const void *params, const bench_cfg_t *base,
-                         int repeat)
+double bench_single_rate(const bench_workload_t *wl, const void *params, const bench_cfg_t *base, int repeat)
 {
     bench_cfg_t cfg = *base;
     cfg.threads = 1;

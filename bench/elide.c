@@ -317,8 +317,7 @@ static void elide_teardown(void *state)
     free(s);
 }
 
-static void *elide_setup(const void *params, bench_lock_t *lock, int threads, char *err,
-                         size_t errlen)
+static void *elide_setup(const void *params, bench_lock_t *lock, int threads, char *err, size_t errlen)
 {
     const struct elide_params *p = params;
     struct elide_state *s = calloc(1, sizeof *s);
@@ -336,8 +335,7 @@ static void *elide_setup(const void *params, bench_lock_t *lock, int threads, ch
     s->t = aligned_alloc(BENCH_LINE, (size_t)threads * sizeof *s->t);
     s->mark = calloc(p->items, 1);
     s->counter = p->stats == STATS_PERCPU ? baton_counter_new() : NULL;
-    if (!s->it || !s->bucket || !s->g || !s->t || !s->mark ||
-        (p->stats == STATS_PERCPU && !s->counter)) {
+    if (!s->it || !s->bucket || !s->g || !s->t || !s->mark || (p->stats == STATS_PERCPU && !s->counter)) {
         snprintf(err, errlen, "out of memory");
         elide_teardown(s);
         return NULL;
@@ -453,8 +451,7 @@ static void elide_extras(void *state, bench_lock_t *lock, bench_result_t *r)
     memset(tx, 0, sizeof *tx);
     tx->attempts = st.tx_attempts;
     tx->commits = st.tx_commits;
-    for (unsigned c = 0; c < BATON_ABORT_CAUSES && c < sizeof st.tx_aborts / sizeof st.tx_aborts[0];
-         c++)
+    for (unsigned c = 0; c < BATON_ABORT_CAUSES && c < sizeof st.tx_aborts / sizeof st.tx_aborts[0]; c++)
         tx->aborts[c] = st.tx_aborts[c];
     tx->fallbacks = st.tx_fallbacks;
     tx->skipped = st.tx_skipped;
@@ -517,7 +514,7 @@ static void elide_final_op(void *p)
             s->overlap++; /* in a chain but not on the LRU list, or the reverse */
     }
     s->counted = GET(s->g->nitems);
-    s->counter_end = s->p->stats == STATS_SHARED ? GET(s->g->stats)
+    s->counter_end = s->p->stats == STATS_SHARED   ? GET(s->g->stats)
                      : s->p->stats == STATS_PERCPU ? baton_counter_read(s->counter)
                                                    : 0;
 }
@@ -562,8 +559,7 @@ static int elide_verify(void *state, const uint64_t *ops, int threads, bench_res
                  (unsigned long long)broken);
         return 1;
     }
-    if (s->twice || s->wrong_chain || s->lru_bad_prev || s->lru_bad_tail || s->overlap ||
-        s->unlinked) {
+    if (s->twice || s->wrong_chain || s->lru_bad_prev || s->lru_bad_tail || s->overlap || s->unlinked) {
         snprintf(r->message, sizeof r->message,
                  "table: %llu items linked twice or in a cycle, %llu in the wrong chain, %llu bad "
                  "LRU prev links, LRU tail %s, %llu on one list only, %llu lost: exclusion broken",
@@ -572,21 +568,19 @@ static int elide_verify(void *state, const uint64_t *ops, int threads, bench_res
                  (unsigned long long)s->overlap, (unsigned long long)s->unlinked);
         return 1;
     }
-    if (s->in_chains != s->on_lru || s->in_chains != s->pool - s->on_free ||
-        s->in_chains != s->counted || s->in_chains != implied) {
+    if (s->in_chains != s->on_lru || s->in_chains != s->pool - s->on_free || s->in_chains != s->counted ||
+        s->in_chains != implied) {
         snprintf(r->message, sizeof r->message,
                  "table: %llu items in chains, %llu on the LRU list, %llu allocated (pool less "
                  "free list), %llu counted, %llu implied by the operations: exclusion broken",
                  (unsigned long long)s->in_chains, (unsigned long long)s->on_lru,
-                 (unsigned long long)(s->pool - s->on_free), (unsigned long long)s->counted,
-                 implied);
+                 (unsigned long long)(s->pool - s->on_free), (unsigned long long)s->counted, implied);
         return 1;
     }
     if (s->p->stats != STATS_OFF && s->counter_end != total) {
         snprintf(r->message, sizeof r->message,
                  "stats counter (%s) holds %llu after %llu operations: exclusion broken",
-                 stats_names[s->p->stats], (unsigned long long)s->counter_end,
-                 (unsigned long long)total);
+                 stats_names[s->p->stats], (unsigned long long)s->counter_end, (unsigned long long)total);
         return 1;
     }
     return 0;
@@ -786,8 +780,7 @@ static void last_line(int fd, char *out, size_t size)
 /* Run `pthread` for one cell in a subprocess with glibc's elision on, and
  * fill rec (the bench name, lock, threads and duration; the median and the
  * runs) from its JSON. */
-static void run_glibc_peer(const struct elide_cli *cli, int threads, int mix, int stats,
-                           bench_record_t *rec)
+static void run_glibc_peer(const struct elide_cli *cli, int threads, int mix, int stats, bench_record_t *rec)
 {
     memset(rec, 0, sizeof *rec);
     rec->bench = "elide";
@@ -826,11 +819,16 @@ static void run_glibc_peer(const struct elide_cli *cli, int threads, int mix, in
     snprintf(a_b, sizeof a_b, "%u", cli->buckets);
     snprintf(a_k, sizeof a_k, "%u", cli->keys);
     snprintf(a_i, sizeof a_i, "%u", cli->items);
-    char *argv[] = {"baton", "bench", "elide", "--as-peer", "--locks", "pthread",
-                    "--threads", a_threads, "--mix", a_mix, "--stats", (char *)stats_names[stats],
-                    "--duration", a_dur, "--repeat", a_rep, "--pin", (char *)cli->pin,
-                    "--buckets", a_b, "--keys", a_k, "--items", a_i, "--json", json_path,
-                    cli->fault ? "--inject-fault" : NULL, NULL};
+    char *argv[] = {"baton",      "bench",   "elide",
+                    "--as-peer",  "--locks", "pthread",
+                    "--threads",  a_threads, "--mix",
+                    a_mix,        "--stats", (char *)stats_names[stats],
+                    "--duration", a_dur,     "--repeat",
+                    a_rep,        "--pin",   (char *)cli->pin,
+                    "--buckets",  a_b,       "--keys",
+                    a_k,          "--items", a_i,
+                    "--json",     json_path, cli->fault ? "--inject-fault" : NULL,
+                    NULL};
     char *tunables = NULL;
     char **env = peer_environ(&tunables);
     if (!env) {
@@ -908,8 +906,7 @@ static void fmt_num(char *buf, size_t n, double v)
         snprintf(buf, n, "%.1e", v);
 }
 
-static void elide_report_cell(bench_record_t *cell, const struct elide_info *info, int n,
-                              const char *title)
+static void elide_report_cell(bench_record_t *cell, const struct elide_info *info, int n, const char *title)
 {
     bench_record_t **order = malloc((size_t)n * sizeof *order);
     if (!order)
@@ -922,9 +919,9 @@ static void elide_report_cell(bench_record_t *cell, const struct elide_info *inf
         if ((int)strlen(cell[i].lock) > width)
             width = (int)strlen(cell[i].lock);
     printf("\n%s\n", title);
-    printf("%4s  %-*s %8s %8s %9s %7s %6s %9s %10s %7s %8s %9s %8s  %s\n", "rank", width, "lock",
-           "Mops/s", "fairness", "CPU-s/Mop", "EDP rel", "%limit", "max wait", "p99.9 wait", "commit",
-           "abort/op", "fallbk/op", "skip/op", "status");
+    printf("%4s  %-*s %8s %8s %9s %7s %6s %9s %10s %7s %8s %9s %8s  %s\n", "rank", width, "lock", "Mops/s",
+           "fairness", "CPU-s/Mop", "EDP rel", "%limit", "max wait", "p99.9 wait", "commit", "abort/op",
+           "fallbk/op", "skip/op", "status");
     for (int r = 0; r < n; r++) {
         const bench_record_t *rec = order[r];
         const struct elide_info *in = &info[rec - cell];
@@ -950,8 +947,8 @@ static void elide_report_cell(bench_record_t *cell, const struct elide_info *inf
                     continue;
                 size_t used = strlen(causes);
                 const char *name = baton_abort_cause_name(c);
-                snprintf(causes + used, sizeof causes - used, "%s%s %.3g", used ? ", " : "  aborts/op: ",
-                         name ? name : "?", per_op(in->tx.aborts[c], rec));
+                snprintf(causes + used, sizeof causes - used, "%s%s %.3g",
+                         used ? ", " : "  aborts/op: ", name ? name : "?", per_op(in->tx.aborts[c], rec));
             }
             snprintf(commit, sizeof commit, "%.1f%%", 100.0 * per_op(in->tx.commits, rec));
             fmt_num(ab, sizeof ab, per_op(aborts, rec));
@@ -960,17 +957,15 @@ static void elide_report_cell(bench_record_t *cell, const struct elide_info *inf
         }
         printf("%4d  %-*s %8s %8.2f %9s %7s %6s %9s %10s %7s %8s %9s %8s  %s%s%s%s\n", r + 1, width,
                rec->lock, mops, record_fairness(rec), cpu, edp, lim, wmax, w999, commit, ab, fb, sk,
-               report_status(rec),
-               rec->median.message[0] ? ": " : "", rec->median.message, causes);
+               report_status(rec), rec->median.message[0] ? ": " : "", rec->median.message, causes);
     }
     free(order);
 }
 
 /* {"machine": ..., <header fields>, "results": [...]}: one record a line
  * (the parent of a glibc elision peer reads them back line by line). */
-static int elide_json(const char *path, const machine_t *m, const char *extra,
-                      const baton_htm_info_t *htm, const bench_record_t *recs,
-                      const struct elide_info *info, int n)
+static int elide_json(const char *path, const machine_t *m, const char *extra, const baton_htm_info_t *htm,
+                      const bench_record_t *recs, const struct elide_info *info, int n)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -992,8 +987,8 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
         report_json_string(f, r->lock);
         fprintf(f, ", \"threads\": %d, \"mix_get\": %d, \"stats\": \"%s\"", r->threads, in->mix,
                 stats_names[in->stats]);
-        fprintf(f, ", \"mops\": %.6f, \"ops\": %llu, \"duration_s\": %.6f, \"ops_per_s\": %.1f",
-                rate / 1e6, (unsigned long long)md->ops, md->seconds, rate);
+        fprintf(f, ", \"mops\": %.6f, \"ops\": %llu, \"duration_s\": %.6f, \"ops_per_s\": %.1f", rate / 1e6,
+                (unsigned long long)md->ops, md->seconds, rate);
         fprintf(f, ", \"cpu_s\": %.6f, \"cpu_s_per_mop\": %.6f, ", md->cpu_s,
                 md->ops ? md->cpu_s / ((double)md->ops / 1e6) : 0.0);
         report_json_waits(f, md);
@@ -1013,13 +1008,12 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
             fprintf(f, ", \"commit_rate\": %.6f, \"aborts\": {", per_op(in->tx.commits, r));
             for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++) {
                 const char *name = baton_abort_cause_name(c);
-                fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", name ? name : "?",
-                        per_op(in->tx.aborts[c], r));
+                fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", name ? name : "?", per_op(in->tx.aborts[c], r));
             }
             fprintf(f, "}, \"fallbacks\": %.6f, \"skipped\": %.6f", per_op(in->tx.fallbacks, r),
                     per_op(in->tx.skipped, r));
-            fprintf(f, ", \"tx_attempts\": %llu, \"tx_commits\": %llu",
-                    (unsigned long long)in->tx.attempts, (unsigned long long)in->tx.commits);
+            fprintf(f, ", \"tx_attempts\": %llu, \"tx_commits\": %llu", (unsigned long long)in->tx.attempts,
+                    (unsigned long long)in->tx.commits);
         } else {
             fprintf(f, ", \"commit_rate\": null, \"aborts\": null, \"fallbacks\": null, "
                        "\"skipped\": null");
@@ -1060,8 +1054,7 @@ static int elide_json(const char *path, const machine_t *m, const char *extra,
 
 
 static const char elide_default_locks[] =
-    "ttas,elide(ttas),relay,elide(relay),mcs:spinpark,elide(mcs:spinpark),pthread,elide(pthread),"
-    GLIBC_PEER;
+    "ttas,elide(ttas),relay,elide(relay),mcs:spinpark,elide(mcs:spinpark),pthread,elide(pthread)," GLIBC_PEER;
 
 static void usage(FILE *f)
 {
@@ -1093,8 +1086,7 @@ static void usage(FILE *f)
             "                       skipped are per operation; null for locks that do not elide)\n"
             "  --inject-fault       thread 0 runs its operations without the lock (tests that\n"
             "                       verification fails)\n"
-            "  --as-peer            internal: the run of %s (no reference rates)\n"
-            BENCH_WAIT_USAGE
+            "  --as-peer            internal: the run of %s (no reference rates)\n" BENCH_WAIT_USAGE
             "EDP (CPU-s per op x s per op) is relative to the reference lock of the same cell:\n"
             "elide(X) to X, %s to pthread, every other lock to the first plain\n"
             "(non-elided) lock of the list; where that is absent, to the first plain lock.\n",
@@ -1146,8 +1138,8 @@ static void edp_refs(char specs[][BENCH_SPEC_MAX], int n, int *ref)
 }
 
 /* Measure the single-thread rate of (mix, stats), unless known. */
-static void elide_ref_rate(bench_refs_t *refs, const struct elide_params *proto,
-                           const bench_cfg_t *base, int repeat)
+static void elide_ref_rate(bench_refs_t *refs, const struct elide_params *proto, const bench_cfg_t *base,
+                           int repeat)
 {
     const int key[BENCH_REF_KEYS] = {proto->mix_get, proto->stats, [BENCH_REF_L] = 0};
     if (bench_ref_get(refs, key) >= 0)
@@ -1163,7 +1155,7 @@ static void elide_ref_rate(bench_refs_t *refs, const struct elide_params *proto,
  * into out.  Returns whether the peer was named, or -1 after a message. */
 static int split_glibc_peer(const char *arg, char *out, size_t size, int *nrest)
 {
-    char (*specs)[BENCH_SPEC_MAX] = calloc(BENCH_MAX_LOCKS, sizeof *specs);
+    char(*specs)[BENCH_SPEC_MAX] = calloc(BENCH_MAX_LOCKS, sizeof *specs);
     char err[512];
     if (!specs) {
         fprintf(stderr, "baton bench elide: out of memory\n");
@@ -1254,16 +1246,29 @@ static int elide_option(int c, const char *arg, void *ctx)
 
 int cmd_bench_elide(int argc, char **argv)
 {
-    bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8, 16}, .nthreads = 4, .duration = 0.3,
-                      .repeat = 3};
-    struct elide_opts eo = {.M = {90, 60, 30}, .nM = 3, .S = {STATS_OFF, STATS_SHARED}, .nS = 2,
-                            .buckets = ELIDE_BUCKETS, .keys = ELIDE_KEYS, .items = ELIDE_ITEMS};
-    static const cli_opt_t opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"mix", CLI_VALUE, 0, 'm'},
-        {"stats", CLI_VALUE, 0, 's'}, {"buckets", CLI_VALUE, 0, 'B'},
-        {"keys", CLI_VALUE, 0, 'K'}, {"items", CLI_VALUE, 0, 'I'},
-        BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
-        {"as-peer", CLI_FLAG, 0, 'P'}, BENCH_OPT_END};
+    bench_opts_t o = {
+        .pin = "compact", .threads = {1, 2, 8, 16}, .nthreads = 4, .duration = 0.3, .repeat = 3};
+    struct elide_opts eo = {.M = {90, 60, 30},
+                            .nM = 3,
+                            .S = {STATS_OFF, STATS_SHARED},
+                            .nS = 2,
+                            .buckets = ELIDE_BUCKETS,
+                            .keys = ELIDE_KEYS,
+                            .items = ELIDE_ITEMS};
+    static const cli_opt_t opts[] = {BENCH_OPT_LOCKS,
+                                     BENCH_OPT_THREADS,
+                                     {"mix", CLI_VALUE, 0, 'm'},
+                                     {"stats", CLI_VALUE, 0, 's'},
+                                     {"buckets", CLI_VALUE, 0, 'B'},
+                                     {"keys", CLI_VALUE, 0, 'K'},
+                                     {"items", CLI_VALUE, 0, 'I'},
+                                     BENCH_OPT_DURATION,
+                                     BENCH_OPT_REPEAT,
+                                     BENCH_OPT_PIN,
+                                     BENCH_OPT_JSON,
+                                     BENCH_OPT_FAULT,
+                                     {"as-peer", CLI_FLAG, 0, 'P'},
+                                     BENCH_OPT_END};
     const int prc = bench_getopt("elide", argc, argv, opts, &o, elide_option, &eo, usage);
     if (prc >= 0)
         return prc;
@@ -1275,13 +1280,15 @@ int cmd_bench_elide(int argc, char **argv)
      * process opens, and measured after the others in each cell. */
     static char plain_locks[BENCH_MAX_LOCKS * (BENCH_SPEC_MAX + 1)];
     int nplain = 0;
-    int peer = split_glibc_peer(o.locks ? o.locks : elide_default_locks, plain_locks,
-                                sizeof plain_locks, &nplain);
+    int peer =
+        split_glibc_peer(o.locks ? o.locks : elide_default_locks, plain_locks, sizeof plain_locks, &nplain);
     if (peer < 0)
         return 2;
     if (nplain == 0) {
-        fprintf(stderr, "baton bench elide: %s runs beside other locks: name at least one "
-                        "(e.g. pthread)\n", GLIBC_PEER);
+        fprintf(stderr,
+                "baton bench elide: %s runs beside other locks: name at least one "
+                "(e.g. pthread)\n",
+                GLIBC_PEER);
         return 2;
     }
     if (as_peer)
@@ -1296,10 +1303,16 @@ int cmd_bench_elide(int argc, char **argv)
     snprintf(params, sizeof params, "; get%% %s; stats %s; %ld buckets, %ld keys, %ld items", mixes,
              stats_list, buckets, keys, items);
     snprintf(tail, sizeof tail, "\nRTM: %s (%s)", htm.state ? htm.state : "?", htm.why ? htm.why : "");
-    const bench_cmd_t cmd = {.name = "elide", .locks = o.locks ? plain_locks : NULL,
-                             .default_locks = plain_locks, .threads = o.threads, .nthreads = o.nthreads,
-                             .duration_s = o.duration, .repeat = o.repeat, .pin = o.pin,
-                             .header_params = params, .header_tail = tail};
+    const bench_cmd_t cmd = {.name = "elide",
+                             .locks = o.locks ? plain_locks : NULL,
+                             .default_locks = plain_locks,
+                             .threads = o.threads,
+                             .nthreads = o.nthreads,
+                             .duration_s = o.duration,
+                             .repeat = o.repeat,
+                             .pin = o.pin,
+                             .header_params = params,
+                             .header_tail = tail};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
     if (rc != 0)
@@ -1308,10 +1321,9 @@ int cmd_bench_elide(int argc, char **argv)
 
     /* Every lock's name in a cell (the peer last), its EDP reference, and
      * how its sections reach it. */
-    char (*names)[BENCH_SPEC_MAX] = calloc((size_t)nall, sizeof *names);
+    char(*names)[BENCH_SPEC_MAX] = calloc((size_t)nall, sizeof *names);
     int *ref = calloc((size_t)nall, sizeof *ref);
-    bench_record_t *recs =
-        calloc((size_t)nM * (size_t)nS * (size_t)o.nthreads * (size_t)nall, sizeof *recs);
+    bench_record_t *recs = calloc((size_t)nM * (size_t)nS * (size_t)o.nthreads * (size_t)nall, sizeof *recs);
     struct elide_info *info =
         calloc((size_t)nM * (size_t)nS * (size_t)o.nthreads * (size_t)nall, sizeof *info);
     bench_result_t *runs = calloc((size_t)nrun * (size_t)o.repeat, sizeof *runs);
@@ -1356,15 +1368,15 @@ int cmd_bench_elide(int argc, char **argv)
         slab->cap = (uint32_t)slab_cap;
     }
 
-    const struct elide_cli cli = {o.duration, o.repeat, o.pin, (uint32_t)buckets, (uint32_t)keys,
-                                  (uint32_t)items, o.fault};
+    const struct elide_cli cli = {o.duration,     o.repeat,        o.pin,  (uint32_t)buckets,
+                                  (uint32_t)keys, (uint32_t)items, o.fault};
     bench_refs_t refs = {0};
     int nrecs = 0, failed = 0;
     bench_progress_begin(nM * nS * o.nthreads);
     for (int im = 0; im < nM; im++)
         for (int is = 0; is < nS; is++) {
-            struct elide_params ep = {M[im], S[is], (uint32_t)buckets, (uint32_t)keys,
-                                      (uint32_t)items, o.fault, slab};
+            struct elide_params ep = {M[im],   S[is], (uint32_t)buckets, (uint32_t)keys, (uint32_t)items,
+                                      o.fault, slab};
             const int key[BENCH_REF_KEYS] = {M[im], S[is], [BENCH_REF_L] = 0};
             if (!as_peer)
                 elide_ref_rate(&refs, &ep, &b.base, o.repeat);
@@ -1394,8 +1406,7 @@ int cmd_bench_elide(int argc, char **argv)
                     in->mix = M[im];
                     in->stats = S[is];
                     double slot = rec->median.extra[EXTRA_TX_SLOT];
-                    if (k < nrun && slab && rec->median.status == BENCH_OK && slot >= 0 &&
-                        slot < slab->cap) {
+                    if (k < nrun && slab && rec->median.status == BENCH_OK && slot >= 0 && slot < slab->cap) {
                         in->have_tx = true;
                         in->tx = slab->tx[(uint32_t)slot];
                     }

@@ -85,8 +85,7 @@ uint64_t guard_last(const guard_t *g, int thread)
 uint64_t guard_violations(const guard_tally_t *t)
 {
     /* Relaxed: counts, read after the run. */
-    return baton_load(&t->overlaps, memory_order_relaxed) +
-           baton_load(&t->torn, memory_order_relaxed) +
+    return baton_load(&t->overlaps, memory_order_relaxed) + baton_load(&t->torn, memory_order_relaxed) +
            baton_load(&t->out_of_order, memory_order_relaxed) +
            baton_load(&t->bad_reads, memory_order_relaxed);
 }

@@ -59,8 +59,7 @@ static double time_cas(void)
             uint32_t expected = i;
             /* acq_rel/acquire, the orders a lock acquire uses, so the cost
              * matches; single thread, so nothing pairs with them. */
-            (void)atomic_compare_exchange_strong_explicit(&x, &expected, i + 1,
-                                                          memory_order_acq_rel,
+            (void)atomic_compare_exchange_strong_explicit(&x, &expected, i + 1, memory_order_acq_rel,
                                                           memory_order_acquire);
         }
         runs[r] = (double)(baton_now_ns() - t0) / CAS_ITERS;
@@ -69,10 +68,7 @@ static double time_cas(void)
 }
 
 /* TSC ticks per nanosecond against CLOCK_MONOTONIC over a 10 ms sleep. */
-double machine_tsc_ghz(void)
-{
-    return baton_tsc_calibrate(10000000u, true, NULL);
-}
+double machine_tsc_ghz(void) { return baton_tsc_calibrate(10000000u, true, NULL); }
 
 /* Cache-line round trip.  One atomic word on its own 128-byte block (the
  * adjacent-line prefetcher pulls 64-byte lines in pairs); the initiator
@@ -174,8 +170,7 @@ static void measure_line_rtt(machine_t *m)
             continue;
         if (a < 0) {
             a = i;
-        } else if (t->cpu[i].package_id != t->cpu[a].package_id ||
-                   t->cpu[i].core_id != t->cpu[a].core_id) {
+        } else if (t->cpu[i].package_id != t->cpu[a].package_id || t->cpu[i].core_id != t->cpu[a].core_id) {
             b = i;
             break;
         } else if (sibling < 0) {
@@ -308,8 +303,7 @@ void machine_describe(machine_t *m, bool measure)
 
     time_t now = time(NULL);
     struct tm tm;
-    if (gmtime_r(&now, &tm) == NULL ||
-        strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    if (gmtime_r(&now, &tm) == NULL || strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
         snprintf(m->date, sizeof m->date, "unknown");
 
 #if defined(__clang__)
@@ -349,10 +343,7 @@ void machine_describe(machine_t *m, bool measure)
     measure_line_rtt(m);
 }
 
-void machine_free(machine_t *m)
-{
-    topo_free(&m->topo);
-}
+void machine_free(machine_t *m) { topo_free(&m->topo); }
 
 /* --- print ------------------------------------------------------------------------ */
 
@@ -363,10 +354,7 @@ static const char *monitor_hw_name(const machine_t *m)
 }
 
 /* pause_ns is clamped to at least 0.1 by calibration, so 0 means "skipped". */
-static bool measured(const machine_t *m)
-{
-    return m->pause_ns > 0.0;
-}
+static bool measured(const machine_t *m) { return m->pause_ns > 0.0; }
 
 static const topo_cpu_t *find_cpu(const topo_t *t, int cpu)
 {
@@ -392,12 +380,10 @@ void machine_print(FILE *f, const machine_t *m)
     fprintf(f, "CPU\n");
     fprintf(f, "  %-26s %s\n", "model", t->model);
     fprintf(f, "  %-26s %s\n", "vendor", m->vendor[0] ? m->vendor : "unknown");
-    fprintf(f, "  %-26s %d cpus, %d cores, %d package%s, %d NUMA node%s, %d thread%s per core\n",
-            "topology", t->ncpus, t->ncores, t->npackages, t->npackages == 1 ? "" : "s",
-            t->nnodes, t->nnodes == 1 ? "" : "s", t->smt_per_core,
-            t->smt_per_core == 1 ? "" : "s");
-    fprintf(f, "  %-26s %d bytes (baton pads to %d)\n", "cache line", t->cacheline,
-            BATON_CACHELINE);
+    fprintf(f, "  %-26s %d cpus, %d cores, %d package%s, %d NUMA node%s, %d thread%s per core\n", "topology",
+            t->ncpus, t->ncores, t->npackages, t->npackages == 1 ? "" : "s", t->nnodes,
+            t->nnodes == 1 ? "" : "s", t->smt_per_core, t->smt_per_core == 1 ? "" : "s");
+    fprintf(f, "  %-26s %d bytes (baton pads to %d)\n", "cache line", t->cacheline, BATON_CACHELINE);
 
     fprintf(f, "\nFeatures\n");
     if (!m->rtm)
@@ -405,10 +391,9 @@ void machine_print(FILE *f, const machine_t *m)
     else if (m->rtm_commits < 0)
         fprintf(f, "  %-26s present (not tried)\n", "RTM");
     else
-        fprintf(f, "  %-26s present, %d/%d trivial transactions committed\n", "RTM",
-                m->rtm_commits, m->rtm_tries);
-    fprintf(f, "  %-26s %s: %s\n", "lock elision (elide)", m->htm.usable ? "speculates" : "off",
-            m->htm.why);
+        fprintf(f, "  %-26s present, %d/%d trivial transactions committed\n", "RTM", m->rtm_commits,
+                m->rtm_tries);
+    fprintf(f, "  %-26s %s: %s\n", "lock elision (elide)", m->htm.usable ? "speculates" : "off", m->htm.why);
     fprintf(f, "  %-26s %s\n", "HLE", feat->hle ? "present" : "absent");
     fprintf(f, "  %-26s %s\n", "waitpkg (UMONITOR/UMWAIT)", m->waitpkg ? "present" : "absent");
     fprintf(f, "  %-26s %s\n", "MONITORX/MWAITX", m->monitorx ? "present" : "absent");
@@ -431,8 +416,8 @@ void machine_print(FILE *f, const machine_t *m)
         if (m->rtt_cpu_a >= 0) {
             const topo_cpu_t *ca = find_cpu(t, m->rtt_cpu_a), *cb = find_cpu(t, m->rtt_cpu_b);
             bool smt = ca && cb && ca->package_id == cb->package_id && ca->core_id == cb->core_id;
-            fprintf(f, "  %-26s %.1f ns (cpu %d <-> cpu %d%s)\n", "cache-line round trip",
-                    m->line_rtt_ns, m->rtt_cpu_a, m->rtt_cpu_b, smt ? ", SMT siblings" : "");
+            fprintf(f, "  %-26s %.1f ns (cpu %d <-> cpu %d%s)\n", "cache-line round trip", m->line_rtt_ns,
+                    m->rtt_cpu_a, m->rtt_cpu_b, smt ? ", SMT siblings" : "");
         } else {
             fprintf(f, "  %-26s n/a (one CPU, or pinning failed)\n", "cache-line round trip");
         }
@@ -441,8 +426,7 @@ void machine_print(FILE *f, const machine_t *m)
         if (m->park_cost_ns > 0.0)
             print_ns(f, "park cost (short wait)", m->park_cost_ns);
         else
-            fprintf(f, "  %-26s not measured (BATON_SPIN_BUDGET_NS set)\n",
-                    "park cost (short wait)");
+            fprintf(f, "  %-26s not measured (BATON_SPIN_BUDGET_NS set)\n", "park cost (short wait)");
         print_ns(f, "sched_yield", m->yield_ns);
         print_ns(f, "spin budget", m->spin_budget_ns);
         if (m->tsc_ghz > 0.0)
@@ -503,39 +487,73 @@ void machine_json(FILE *f, const machine_t *m)
 {
     const topo_t *t = &m->topo;
     bool first = true;
-    key(f, "cpu_model", &first);        json_str(f, t->model);
-    key(f, "vendor", &first);           json_str(f, m->vendor);
-    key(f, "cpus", &first);             fprintf(f, "%d", t->ncpus);
-    key(f, "cores", &first);            fprintf(f, "%d", t->ncores);
-    key(f, "packages", &first);         fprintf(f, "%d", t->npackages);
-    key(f, "numa_nodes", &first);       fprintf(f, "%d", t->nnodes);
-    key(f, "smt_per_core", &first);     fprintf(f, "%d", t->smt_per_core);
-    key(f, "cacheline", &first);        fprintf(f, "%d", t->cacheline);
-    key(f, "kernel", &first);           json_str(f, m->kernel);
-    key(f, "hostname", &first);         json_str(f, m->hostname);
-    key(f, "date", &first);             json_str(f, m->date);
-    key(f, "compiler", &first);         json_str(f, m->compiler);
-    key(f, "rtm", &first);              fputs(m->rtm ? "true" : "false", f);
-    key(f, "rtm_commits", &first);      fprintf(f, "%d", m->rtm_commits);
-    key(f, "rtm_tries", &first);        fprintf(f, "%d", m->rtm_tries);
-    key(f, "elide", &first);            fprintf(f, "\"%s\"", m->htm.state);
-    key(f, "hle", &first);              fputs(baton_cpu_features()->hle ? "true" : "false", f);
-    key(f, "waitpkg", &first);          fputs(m->waitpkg ? "true" : "false", f);
-    key(f, "monitorx", &first);         fputs(m->monitorx ? "true" : "false", f);
-    key(f, "monitor_hw", &first);       json_str(f, monitor_hw_name(m));
-    key(f, "rapl", &first);             fputs(m->rapl ? "true" : "false", f);
-    key(f, "measured", &first);         fputs(measured(m) ? "true" : "false", f);
-    key(f, "pause_ns", &first);         json_num(f, m->pause_ns);
-    key(f, "xchg_ns", &first);          json_num(f, m->xchg_ns);
-    key(f, "cas_ns", &first);           json_num(f, m->cas_ns);
-    key(f, "line_rtt_ns", &first);      json_num(f, m->line_rtt_ns);
-    key(f, "rtt_cpu_a", &first);        fprintf(f, "%d", m->rtt_cpu_a);
-    key(f, "rtt_cpu_b", &first);        fprintf(f, "%d", m->rtt_cpu_b);
-    key(f, "futex_wake_ns", &first);    json_num(f, m->futex_wake_ns);
-    key(f, "wakeup_latency_ns", &first); json_num(f, m->wakeup_latency_ns);
-    key(f, "park_cost_ns", &first);      json_num(f, m->park_cost_ns);
-    key(f, "yield_ns", &first);         json_num(f, m->yield_ns);
-    key(f, "spin_budget_ns", &first);   json_num(f, m->spin_budget_ns);
-    key(f, "tsc_ghz", &first);          json_num(f, m->tsc_ghz);
+    key(f, "cpu_model", &first);
+    json_str(f, t->model);
+    key(f, "vendor", &first);
+    json_str(f, m->vendor);
+    key(f, "cpus", &first);
+    fprintf(f, "%d", t->ncpus);
+    key(f, "cores", &first);
+    fprintf(f, "%d", t->ncores);
+    key(f, "packages", &first);
+    fprintf(f, "%d", t->npackages);
+    key(f, "numa_nodes", &first);
+    fprintf(f, "%d", t->nnodes);
+    key(f, "smt_per_core", &first);
+    fprintf(f, "%d", t->smt_per_core);
+    key(f, "cacheline", &first);
+    fprintf(f, "%d", t->cacheline);
+    key(f, "kernel", &first);
+    json_str(f, m->kernel);
+    key(f, "hostname", &first);
+    json_str(f, m->hostname);
+    key(f, "date", &first);
+    json_str(f, m->date);
+    key(f, "compiler", &first);
+    json_str(f, m->compiler);
+    key(f, "rtm", &first);
+    fputs(m->rtm ? "true" : "false", f);
+    key(f, "rtm_commits", &first);
+    fprintf(f, "%d", m->rtm_commits);
+    key(f, "rtm_tries", &first);
+    fprintf(f, "%d", m->rtm_tries);
+    key(f, "elide", &first);
+    fprintf(f, "\"%s\"", m->htm.state);
+    key(f, "hle", &first);
+    fputs(baton_cpu_features()->hle ? "true" : "false", f);
+    key(f, "waitpkg", &first);
+    fputs(m->waitpkg ? "true" : "false", f);
+    key(f, "monitorx", &first);
+    fputs(m->monitorx ? "true" : "false", f);
+    key(f, "monitor_hw", &first);
+    json_str(f, monitor_hw_name(m));
+    key(f, "rapl", &first);
+    fputs(m->rapl ? "true" : "false", f);
+    key(f, "measured", &first);
+    fputs(measured(m) ? "true" : "false", f);
+    key(f, "pause_ns", &first);
+    json_num(f, m->pause_ns);
+    key(f, "xchg_ns", &first);
+    json_num(f, m->xchg_ns);
+    key(f, "cas_ns", &first);
+    json_num(f, m->cas_ns);
+    key(f, "line_rtt_ns", &first);
+    json_num(f, m->line_rtt_ns);
+    key(f, "rtt_cpu_a", &first);
+    fprintf(f, "%d", m->rtt_cpu_a);
+    key(f, "rtt_cpu_b", &first);
+    fprintf(f, "%d", m->rtt_cpu_b);
+    key(f, "futex_wake_ns", &first);
+    json_num(f, m->futex_wake_ns);
+    key(f, "wakeup_latency_ns", &first);
+    json_num(f, m->wakeup_latency_ns);
+    key(f, "park_cost_ns", &first);
+    json_num(f, m->park_cost_ns);
+    key(f, "yield_ns", &first);
+    json_num(f, m->yield_ns);
+    key(f, "spin_budget_ns", &first);
+    json_num(f, m->spin_budget_ns);
+    key(f, "tsc_ghz", &first);
+    json_num(f, m->tsc_ghz);
     fputc('}', f);
 }

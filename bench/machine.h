@@ -11,27 +11,27 @@
 
 typedef struct machine {
     topo_t topo;
-    char kernel[128];       /* uname -sr */
+    char kernel[128]; /* uname -sr */
     char hostname[64];
-    char date[32];          /* ISO 8601, UTC */
-    char compiler[64];      /* that built baton */
+    char date[32];     /* ISO 8601, UTC */
+    char compiler[64]; /* that built baton */
     char vendor[13];
     bool waitpkg, monitorx;
-    bool rtm;               /* CPUID advertises RTM */
-    int rtm_commits;        /* of rtm_tries trivial transactions; -1 if not tried */
+    bool rtm;        /* CPUID advertises RTM */
+    int rtm_commits; /* of rtm_tries trivial transactions; -1 if not tried */
     int rtm_tries;
-    baton_htm_info_t htm;   /* what elide(<kind>) decided (the library's probe) */
-    bool rapl;              /* /sys/class/powercap energy counter readable */
+    baton_htm_info_t htm; /* what elide(<kind>) decided (the library's probe) */
+    bool rapl;            /* /sys/class/powercap energy counter readable */
     /* measured */
     double pause_ns, xchg_ns, cas_ns;
-    double line_rtt_ns;     /* cache line round trip between cpu[0] and the
+    double line_rtt_ns; /* cache line round trip between cpu[0] and the
                                first CPU on another core; 0 if single-core */
     int rtt_cpu_a, rtt_cpu_b;
-    double futex_wake_ns;   /* futex wake with no sleeper */
+    double futex_wake_ns;     /* futex wake with no sleeper */
     double wakeup_latency_ns; /* futex wake of a parked thread until it runs (CPU idle) */
     double park_cost_ns;      /* one park of a wait that ends soon: CPU + wake-up (the spin budget) */
     double yield_ns;
-    double spin_budget_ns;  /* spinpark/monitor budget chosen by calibration */
+    double spin_budget_ns; /* spinpark/monitor budget chosen by calibration */
     double tsc_ghz;
 } machine_t;
 

@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MX_DIM 8          /* values of one dimension */
+#define MX_DIM 8               /* values of one dimension */
 #define MX_RUN_OVERHEAD_S 0.05 /* fork, setup and thread start of one run: the estimate's guess */
 
 /* Which cells a matrix has. */
@@ -43,9 +43,9 @@ struct mx_plan {
     const char *name;
     /* micro: threads, shared lines, local work, lock count, hogs */
     int T[MX_DIM], nT, S[MX_DIM], nS, L[MX_DIM], nL, C[MX_DIM], nC, H[MX_DIM], nH;
-    int pqT[MX_DIM], npqT;       /* pq, L=0 */
-    int elT[MX_DIM], nelT;       /* elide's cache, 90% gets, no stats counter */
-    int srvT[MX_DIM], nsrvT;     /* server counter and imbalanced, shortest interval */
+    int pqT[MX_DIM], npqT;                    /* pq, L=0 */
+    int elT[MX_DIM], nelT;                    /* elide's cache, 90% gets, no stats counter */
+    int srvT[MX_DIM], nsrvT;                  /* server counter and imbalanced, shortest interval */
     int rwT[MX_DIM], nrwT, rwR[MX_DIM], nrwR; /* rw, L=0 */
     int repeat;
     double duration_s;
@@ -53,22 +53,15 @@ struct mx_plan {
 };
 
 static const struct mx_plan plan_full = {
-    "full",
-    {1, 2, 4, 8, 16}, 5, {1, 10}, 2, {0, 100, 1000}, 3, {1, 64, 4096}, 3, {0, 1}, 2,
-    {8, 16}, 2, {8, 16}, 2, {2, 4}, 2, {2, 8}, 2, {50, 80}, 2,
-    3, 0.3, 60};
+    "full", {1, 2, 4, 8, 16}, 5, {1, 10}, 2, {0, 100, 1000}, 3, {1, 64, 4096}, 3, {0, 1}, 2,   {8, 16},
+    2,      {8, 16},          2, {2, 4},  2, {2, 8},         2, {50, 80},      2, 3,      0.3, 60};
 
-static const struct mx_plan plan_quick = {
-    "quick",
-    {2, 16}, 2, {10}, 1, {0, 100}, 2, {1, 64}, 2, {0, 1}, 2,
-    {8, 16}, 2, {8, 16}, 2, {2, 4}, 2, {2, 8}, 2, {50, 80}, 2,
-    1, 0.3, 5};
+static const struct mx_plan plan_quick = {"quick", {2, 16}, 2, {10},     1, {0, 100}, 2,   {1, 64},
+                                          2,       {0, 1},  2, {8, 16},  2, {8, 16},  2,   {2, 4},
+                                          2,       {2, 8},  2, {50, 80}, 2, 1,        0.3, 5};
 
-static const struct mx_plan plan_smoke = {
-    "smoke",
-    {2}, 1, {1}, 1, {0}, 1, {1, 64}, 2, {0, 1}, 2,
-    {2}, 1, {2}, 1, {2}, 1, {2}, 1, {50}, 1,
-    1, 0.05, 0};
+static const struct mx_plan plan_smoke = {"smoke", {2}, 1, {1}, 1, {0}, 1, {1, 64}, 2, {0, 1}, 2,    {2},
+                                          1,       {2}, 1, {2}, 1, {2}, 1, {50},    1, 1,      0.05, 0};
 
 #define MX_PARAMS 5
 
@@ -130,17 +123,16 @@ static int mx_cells(const struct mx_plan *pl, bool fault, uint32_t srv_units, st
                 for (int ih = 0; ih < pl->nH; ih++)
                     for (int it = 0; it < pl->nT; it++) {
                         struct mx_cell *c = &cells[n++];
-                        *c = (struct mx_cell){.bench = "micro", .wl = &micro_workload,
-                                              .threads = pl->T[it], .hogs = pl->H[ih]};
-                        c->p.micro = (struct micro_params){pl->S[is], 0, pl->L[il], fault, VIA_AUTO,
-                                                           pl->C[ic]};
+                        *c = (struct mx_cell){
+                            .bench = "micro", .wl = &micro_workload, .threads = pl->T[it], .hogs = pl->H[ih]};
+                        c->p.micro =
+                            (struct micro_params){pl->S[is], 0, pl->L[il], fault, VIA_AUTO, pl->C[ic]};
                         c->params = &c->p.micro;
-                        snprintf(c->label, sizeof c->label, "micro N=%d S=%d L=%d locks=%d hog=%d",
-                                 pl->T[it], pl->S[is], pl->L[il], pl->C[ic], pl->H[ih]);
-                        static const char *const names[] = {"shared_lines", "local_work",
-                                                            "lock_count", "hogs"};
-                        set_params(c, 4, names,
-                                   (const long[]){pl->S[is], pl->L[il], pl->C[ic], pl->H[ih]});
+                        snprintf(c->label, sizeof c->label, "micro N=%d S=%d L=%d locks=%d hog=%d", pl->T[it],
+                                 pl->S[is], pl->L[il], pl->C[ic], pl->H[ih]);
+                        static const char *const names[] = {"shared_lines", "local_work", "lock_count",
+                                                            "hogs"};
+                        set_params(c, 4, names, (const long[]){pl->S[is], pl->L[il], pl->C[ic], pl->H[ih]});
                     }
     for (int it = 0; it < pl->npqT; it++) {
         struct mx_cell *c = &cells[n++];
@@ -154,8 +146,8 @@ static int mx_cells(const struct mx_plan *pl, bool fault, uint32_t srv_units, st
     for (int it = 0; it < pl->nelT; it++) {
         struct mx_cell *c = &cells[n++];
         *c = (struct mx_cell){.bench = "elide", .wl = &elide_workload, .threads = pl->elT[it]};
-        c->p.elide = (struct elide_params){90, STATS_OFF, ELIDE_BUCKETS, ELIDE_KEYS, ELIDE_ITEMS,
-                                           fault, NULL};
+        c->p.elide =
+            (struct elide_params){90, STATS_OFF, ELIDE_BUCKETS, ELIDE_KEYS, ELIDE_ITEMS, fault, NULL};
         c->params = &c->p.elide;
         snprintf(c->label, sizeof c->label, "elide cache N=%d get=90%%", pl->elT[it]);
         static const char *const names[] = {"mix_get"};
@@ -166,20 +158,21 @@ static int mx_cells(const struct mx_plan *pl, bool fault, uint32_t srv_units, st
     for (int w = 0; w < 2; w++)
         for (int it = 0; it < pl->nsrvT; it++) {
             struct mx_cell *c = &cells[n++];
-            *c = (struct mx_cell){.bench = "server", .wl = &srv_workload, .threads = pl->srvT[it],
+            *c = (struct mx_cell){.bench = "server",
+                                  .wl = &srv_workload,
+                                  .threads = pl->srvT[it],
                                   .json_workload = srv_names[w]};
             c->p.srv = (struct srv_params){srv_wl[w], srv_units, fault};
             c->params = &c->p.srv;
-            snprintf(c->label, sizeof c->label, "server %s N=%d I=%dcyc", srv_names[w],
-                     pl->srvT[it], SRV_INTERVAL_CYCLES_MIN);
+            snprintf(c->label, sizeof c->label, "server %s N=%d I=%dcyc", srv_names[w], pl->srvT[it],
+                     SRV_INTERVAL_CYCLES_MIN);
             static const char *const names[] = {"interval_cycles"};
             set_params(c, 1, names, (const long[]){SRV_INTERVAL_CYCLES_MIN});
         }
     for (int ir = 0; ir < pl->nrwR; ir++)
         for (int it = 0; it < pl->nrwT; it++) {
             struct mx_cell *c = &cells[n++];
-            *c = (struct mx_cell){.bench = "rw", .wl = &rw_workload, .threads = pl->rwT[it],
-                                  .rw = true};
+            *c = (struct mx_cell){.bench = "rw", .wl = &rw_workload, .threads = pl->rwT[it], .rw = true};
             c->p.rw = (struct rw_params){pl->rwR[ir], 0, fault};
             c->params = &c->p.rw;
             snprintf(c->label, sizeof c->label, "rw N=%d reads=%d%% L=0", pl->rwT[it], pl->rwR[ir]);
@@ -256,19 +249,18 @@ static void mx_judge(const bench_record_t *recs, const struct mx_cands *cands, s
     if (also)
         o->also = *also;
     /* A default that did not run to the end loses, whatever the others did. */
-    o->ratio = o->def.median.status != BENCH_OK             ? 0.0
-               : ref && record_rate(ref) > 0 ? def / record_rate(ref)
-                                             : INFINITY;
+    o->ratio = o->def.median.status != BENCH_OK ? 0.0
+               : ref && record_rate(ref) > 0    ? def / record_rate(ref)
+                                                : INFINITY;
     o->also_ratio = also && ref && record_rate(ref) > 0 ? record_rate(also) / record_rate(ref) : -1;
 }
 
 static void mx_header(void)
 {
-    printf("\n%-38s %8s  %-22s %8s %6s %5s %9s %19s  %s\n", "cell", "default", "fastest reference",
-           "Mops/s", "ratio", "fair", "max wait", "CPU-s/Mop", "best --also, ratio");
+    printf("\n%-38s %8s  %-22s %8s %6s %5s %9s %19s  %s\n", "cell", "default", "fastest reference", "Mops/s",
+           "ratio", "fair", "max wait", "CPU-s/Mop", "best --also, ratio");
     /* "µs" is two bytes for one column. */
-    printf("%-38s %8s  %-22s %8s %6s %5s %10s %19s\n", "", "Mops/s", "", "", "", "", "µs",
-           "default / ref");
+    printf("%-38s %8s  %-22s %8s %6s %5s %10s %19s\n", "", "Mops/s", "", "", "", "", "µs", "default / ref");
 }
 
 static void mx_line(const struct mx_cell *c, const struct mx_out *o, const bench_record_t *recs,
@@ -287,8 +279,8 @@ static void mx_line(const struct mx_cell *c, const struct mx_out *o, const bench
     }
     if (o->has_also)
         snprintf(also, sizeof also, "%s %.2f", o->also.lock, o->also_ratio);
-    printf("%-38s %8.2f  %-22s %8s %6s %5.2f %9s %19s  %s\n", c->label,
-           record_rate(&o->def) / 1e6, ref, refrate, ratio, record_fairness(&o->def), wait, cpu, also);
+    printf("%-38s %8.2f  %-22s %8s %6s %5.2f %9s %19s  %s\n", c->label, record_rate(&o->def) / 1e6, ref,
+           refrate, ratio, record_fairness(&o->def), wait, cpu, also);
     /* What did not run to the end, and why. */
     char cut[512] = "";
     for (int k = 0; k < cands->n; k++) {
@@ -413,16 +405,13 @@ static int mx_option(int c, const char *arg, void *ctx)
 
 /* Where the time box stands before the cell `next` of n. */
 struct mx_clock {
-    double t0, box_s;  /* box_s 0: none */
-    long runs;         /* runs made, and */
-    double run_s;      /* the seconds they took */
-    double guess_s;    /* one run's seconds before any was made */
+    double t0, box_s; /* box_s 0: none */
+    long runs;        /* runs made, and */
+    double run_s;     /* the seconds they took */
+    double guess_s;   /* one run's seconds before any was made */
 };
 
-static double mx_run_s(const struct mx_clock *k)
-{
-    return k->runs ? k->run_s / (double)k->runs : k->guess_s;
-}
+static double mx_run_s(const struct mx_clock *k) { return k->runs ? k->run_s / (double)k->runs : k->guess_s; }
 
 static int cell_runs(const struct mx_cell *c, const struct mx_cands *mu, const struct mx_cands *rw)
 {
@@ -433,11 +422,16 @@ int cmd_bench_matrix(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact"}; /* duration, repeat 0: the plan's */
     struct mx_opts mo = {.also = "ttas,mcs:spinpark", .plan = &plan_full, .time_box_min = -1};
-    static const cli_opt_t opts[] = {
-        {"also", CLI_VALUE, 0, 'a'}, {"quick", CLI_FLAG, 0, 'q'},
-        {"smoke", CLI_FLAG, 0, 's'}, {"time-box", CLI_VALUE, 0, 'T'},
-        BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
-        BENCH_OPT_END};
+    static const cli_opt_t opts[] = {{"also", CLI_VALUE, 0, 'a'},
+                                     {"quick", CLI_FLAG, 0, 'q'},
+                                     {"smoke", CLI_FLAG, 0, 's'},
+                                     {"time-box", CLI_VALUE, 0, 'T'},
+                                     BENCH_OPT_DURATION,
+                                     BENCH_OPT_REPEAT,
+                                     BENCH_OPT_PIN,
+                                     BENCH_OPT_JSON,
+                                     BENCH_OPT_FAULT,
+                                     BENCH_OPT_END};
     const int prc = bench_getopt("matrix", argc, argv, opts, &o, mx_option, &mo, usage);
     if (prc >= 0)
         return prc;
@@ -461,9 +455,14 @@ int cmd_bench_matrix(int argc, char **argv)
         baton_join(mu_list, sizeof mu_list, ",", "%s", mu.specs[k]);
     char header[96];
     snprintf(header, sizeof header, " (micro; others in their lines); plan %s", pl->name);
-    const bench_cmd_t cmd = {.name = "matrix", .locks = mu_list, .threads = pl->T,
-                             .nthreads = pl->nT, .duration_s = duration, .repeat = repeat,
-                             .pin = o.pin, .header_params = header};
+    const bench_cmd_t cmd = {.name = "matrix",
+                             .locks = mu_list,
+                             .threads = pl->T,
+                             .nthreads = pl->nT,
+                             .duration_s = duration,
+                             .repeat = repeat,
+                             .pin = o.pin,
+                             .header_params = header};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
     if (rc != 0) {
@@ -498,8 +497,7 @@ int cmd_bench_matrix(int argc, char **argv)
     long planned = 0;
     for (int i = 0; i < ncells; i++)
         planned += (long)cell_runs(&cells[i], &mu, &rw) * repeat;
-    struct mx_clock clk = {.t0 = bench_now(), .box_s = box_min * 60,
-                           .guess_s = duration + MX_RUN_OVERHEAD_S};
+    struct mx_clock clk = {.t0 = bench_now(), .box_s = box_min * 60, .guess_s = duration + MX_RUN_OVERHEAD_S};
     printf("  %d cells, %ld runs of %.2f s; estimate about %.1f min (more where a lock collapses:\n"
            "  it is cut off at %.1f s, once per cell)%s",
            ncells, planned, duration, (double)planned * clk.guess_s / 60, b.base.deadline_s,
@@ -527,8 +525,7 @@ int cmd_bench_matrix(int argc, char **argv)
                 shortened = true;
             }
             if (elapsed + (double)(cands->n * repeat) * mx_run_s(&clk) > clk.box_s) {
-                printf("  time box: %d of %d cells not run, from '%s' on\n", ncells - i, ncells,
-                       c->label);
+                printf("  time box: %d of %d cells not run, from '%s' on\n", ncells - i, ncells, c->label);
                 shortened = true;
                 break;
             }
@@ -565,8 +562,8 @@ int cmd_bench_matrix(int argc, char **argv)
     const double wall = bench_now() - clk.t0;
     printf("\nsummary: %d cell%s%s in %.1f min: %d won (ratio >= 1), %d within 5%% (0.95 to 1), "
            "%d lost (< 0.95)\n",
-           ndone, ndone == 1 ? "" : "s", ndone < ncells ? " (time box: not all)" : "", wall / 60,
-           won, near, lost);
+           ndone, ndone == 1 ? "" : "s", ndone < ncells ? " (time box: not all)" : "", wall / 60, won, near,
+           lost);
     if (worst >= 0) {
         const struct mx_out *w = &outs[worst];
         if (w->def.median.status != BENCH_OK)

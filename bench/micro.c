@@ -70,8 +70,7 @@ static inline void bump(struct micro_line *l)
 {
     /* A read-modify-write that is not atomic (two relaxed steps): what a
      * critical section's plain increment costs, without a data race. */
-    atomic_store_explicit(&l->v, atomic_load_explicit(&l->v, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    atomic_store_explicit(&l->v, atomic_load_explicit(&l->v, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
 static void micro_cs_run(void *ctx)
@@ -89,8 +88,7 @@ static int micro_locks(const void *params)
     return p->lock_count > 1 ? p->lock_count : 1;
 }
 
-static void *micro_setup(const void *params, bench_lock_t *locks, int threads, char *err,
-                         size_t errlen)
+static void *micro_setup(const void *params, bench_lock_t *locks, int threads, char *err, size_t errlen)
 {
     const struct micro_params *p = params;
     struct micro_state *s = calloc(1, sizeof *s);
@@ -198,8 +196,7 @@ static int micro_verify(void *state, const uint64_t *ops, int threads, bench_res
     for (int i = 0; i < threads; i++)
         if (s->t[i].error) {
             snprintf(r->message, sizeof r->message, "thread %d: %s failed: %s", i,
-                     s->t[i].error == ENOMEM ? "allocation" : "baton_execute",
-                     strerror(s->t[i].error));
+                     s->t[i].error == ENOMEM ? "allocation" : "baton_execute", strerror(s->t[i].error));
             return 1;
         }
     /* Every line of lock k holds the operations done under lock k.  The
@@ -213,8 +210,8 @@ static int micro_verify(void *state, const uint64_t *ops, int threads, bench_res
         for (int t = 0; t < threads; t++)
             want += s->t[t].under[k];
         for (int i = 0; i < S; i++) {
-            uint64_t v = atomic_load_explicit(&s->shared[(size_t)k * (size_t)S + (size_t)i].v,
-                                              memory_order_relaxed);
+            uint64_t v =
+                atomic_load_explicit(&s->shared[(size_t)k * (size_t)S + (size_t)i].v, memory_order_relaxed);
             if (v == want)
                 continue;
             if (broken++ == 0) {
@@ -230,8 +227,8 @@ static int micro_verify(void *state, const uint64_t *ops, int threads, bench_res
         snprintf(r->message, sizeof r->message,
                  "shared line %d holds %llu after %llu operations under lock %d (%d of %d locks "
                  "broken): mutual exclusion broken",
-                 first_line, (unsigned long long)first_v, (unsigned long long)first_want, first,
-                 broken, s->nlocks);
+                 first_line, (unsigned long long)first_v, (unsigned long long)first_want, first, broken,
+                 s->nlocks);
         return 1;
     }
     for (int t = 0; t < threads; t++) {
@@ -245,9 +242,8 @@ static int micro_verify(void *state, const uint64_t *ops, int threads, bench_res
         for (int i = 0; i < s->p->private_lines; i++) {
             uint64_t v = atomic_load_explicit(&s->t[t].priv[i].v, memory_order_relaxed);
             if (v != ops[t]) {
-                snprintf(r->message, sizeof r->message,
-                         "thread %d private line %d holds %llu, expected %llu", t, i,
-                         (unsigned long long)v, (unsigned long long)ops[t]);
+                snprintf(r->message, sizeof r->message, "thread %d private line %d holds %llu, expected %llu",
+                         t, i, (unsigned long long)v, (unsigned long long)ops[t]);
                 return 1;
             }
         }
@@ -282,38 +278,38 @@ const bench_workload_t micro_workload = {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: baton bench micro [options]\n"
-            "  --locks LIST         lock specs and peers, comma-separated, or all|kinds|peers|rwpeers|allwaits\n"
-            "                       (default all; 'baton kinds' lists the kinds).  'all' and 'peers'\n"
-            "                       hold the mutex peers; the readers-writer peers run here as mutexes\n"
-            "                       (their write lock) when named, or with 'rwpeers'\n"
-            "  --threads LIST       thread counts (default 1,2,8)\n"
-            "  --shared-lines LIST  S: shared cache lines written per critical section (default 1)\n"
-            "  --private-lines LIST P: private cache lines written per critical section (default 0)\n"
-            "  --local-work LIST    L: units of thread-local work between critical sections (default 0)\n"
-            "  --lock-count LIST    N: locks (same spec); each operation takes one at random, and\n"
-            "                       each lock guards S shared lines of its own (default 1)\n"
-            "  --hog LIST           CPU-bound processes (a spin loop each, unpinned, normal priority)\n"
-            "                       running beside every run (default 0)\n"
-            "  --via MODE           auto|lock|execute: how critical sections run (default auto: lock\n"
-            "                       and unlock where the kind offers them, else baton_execute; lock\n"
-            "                       refuses kinds without lock; execute uses baton_execute for every\n"
-            "                       kind, lock-call-unlock for peers).  Kinds that keep statistics\n"
-            "                       add a column: operations per help session\n"
-            "  --duration SEC       length of one run (default 1)\n"
-            "  --repeat R           runs per cell; the median is reported (default 3)\n"
-            "  --pin POLICY         compact|spread|none (default compact)\n"
-            "  --json FILE          write every result as JSON\n"
-            "  --inject-fault       thread 0 skips the lock (tests that verification fails)\n"
-            BENCH_WAIT_USAGE);
+    fprintf(
+        f,
+        "usage: baton bench micro [options]\n"
+        "  --locks LIST         lock specs and peers, comma-separated, or all|kinds|peers|rwpeers|allwaits\n"
+        "                       (default all; 'baton kinds' lists the kinds).  'all' and 'peers'\n"
+        "                       hold the mutex peers; the readers-writer peers run here as mutexes\n"
+        "                       (their write lock) when named, or with 'rwpeers'\n"
+        "  --threads LIST       thread counts (default 1,2,8)\n"
+        "  --shared-lines LIST  S: shared cache lines written per critical section (default 1)\n"
+        "  --private-lines LIST P: private cache lines written per critical section (default 0)\n"
+        "  --local-work LIST    L: units of thread-local work between critical sections (default 0)\n"
+        "  --lock-count LIST    N: locks (same spec); each operation takes one at random, and\n"
+        "                       each lock guards S shared lines of its own (default 1)\n"
+        "  --hog LIST           CPU-bound processes (a spin loop each, unpinned, normal priority)\n"
+        "                       running beside every run (default 0)\n"
+        "  --via MODE           auto|lock|execute: how critical sections run (default auto: lock\n"
+        "                       and unlock where the kind offers them, else baton_execute; lock\n"
+        "                       refuses kinds without lock; execute uses baton_execute for every\n"
+        "                       kind, lock-call-unlock for peers).  Kinds that keep statistics\n"
+        "                       add a column: operations per help session\n"
+        "  --duration SEC       length of one run (default 1)\n"
+        "  --repeat R           runs per cell; the median is reported (default 3)\n"
+        "  --pin POLICY         compact|spread|none (default compact)\n"
+        "  --json FILE          write every result as JSON\n"
+        "  --inject-fault       thread 0 skips the lock (tests that verification fails)\n" BENCH_WAIT_USAGE);
 }
 
 /* Measure the single-thread rate at (S, P, L) with the reference kind,
  * unless known (bench_cell_limit() raises it to any faster N=1 result of
  * the run). */
-static void reference_rate(bench_refs_t *refs, int S, int P, int L, const bench_cfg_t *base,
-                           int repeat, const struct micro_params *proto)
+static void reference_rate(bench_refs_t *refs, int S, int P, int L, const bench_cfg_t *base, int repeat,
+                           const struct micro_params *proto)
 {
     const int key[BENCH_REF_KEYS] = {S, P, L};
     if (bench_ref_get(refs, key) >= 0)
@@ -371,8 +367,10 @@ static int micro_option(int c, const char *arg, void *ctx)
                 return 1;
         return 0;
     case 'v':
-        mo->via = !strcmp(arg, "auto") ? VIA_AUTO : !strcmp(arg, "lock") ? VIA_LOCK
-                  : !strcmp(arg, "execute") ? VIA_EXECUTE : -1;
+        mo->via = !strcmp(arg, "auto")      ? VIA_AUTO
+                  : !strcmp(arg, "lock")    ? VIA_LOCK
+                  : !strcmp(arg, "execute") ? VIA_EXECUTE
+                                            : -1;
         return mo->via < 0;
     default: return 1;
     }
@@ -380,16 +378,33 @@ static int micro_option(int c, const char *arg, void *ctx)
 
 int cmd_bench_micro(int argc, char **argv)
 {
-    bench_opts_t o = {.locks = "all", .pin = "compact", .threads = {1, 2, 8}, .nthreads = 3,
-                      .duration = 1.0, .repeat = 3};
-    struct micro_opts mo = {.S = {1}, .nS = 1, .P = {0}, .nP = 1, .L = {0}, .nL = 1, .C = {1}, .nC = 1,
-                            .H = {0}, .nH = 1, .via = VIA_AUTO};
-    static const cli_opt_t opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"shared-lines", CLI_VALUE, 0, 'S'},
-        {"private-lines", CLI_VALUE, 0, 'P'}, {"local-work", CLI_VALUE, 0, 'L'},
-        BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
-        {"via", CLI_VALUE, 0, 'v'}, {"lock-count", CLI_VALUE, 0, 'c'},
-        {"hog", CLI_VALUE, 0, 'H'}, BENCH_OPT_END};
+    bench_opts_t o = {
+        .locks = "all", .pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0, .repeat = 3};
+    struct micro_opts mo = {.S = {1},
+                            .nS = 1,
+                            .P = {0},
+                            .nP = 1,
+                            .L = {0},
+                            .nL = 1,
+                            .C = {1},
+                            .nC = 1,
+                            .H = {0},
+                            .nH = 1,
+                            .via = VIA_AUTO};
+    static const cli_opt_t opts[] = {BENCH_OPT_LOCKS,
+                                     BENCH_OPT_THREADS,
+                                     {"shared-lines", CLI_VALUE, 0, 'S'},
+                                     {"private-lines", CLI_VALUE, 0, 'P'},
+                                     {"local-work", CLI_VALUE, 0, 'L'},
+                                     BENCH_OPT_DURATION,
+                                     BENCH_OPT_REPEAT,
+                                     BENCH_OPT_PIN,
+                                     BENCH_OPT_JSON,
+                                     BENCH_OPT_FAULT,
+                                     {"via", CLI_VALUE, 0, 'v'},
+                                     {"lock-count", CLI_VALUE, 0, 'c'},
+                                     {"hog", CLI_VALUE, 0, 'H'},
+                                     BENCH_OPT_END};
     const int prc = bench_getopt("micro", argc, argv, opts, &o, micro_option, &mo, usage);
     if (prc >= 0)
         return prc;
@@ -399,9 +414,15 @@ int cmd_bench_micro(int argc, char **argv)
                                                 : "auto (lock, else execute)";
     char tail[64];
     snprintf(tail, sizeof tail, "; via %s", via_name);
-    const bench_cmd_t cmd = {.name = "micro", .locks = o.locks, .threads = o.threads,
-                             .nthreads = o.nthreads, .duration_s = o.duration, .repeat = o.repeat,
-                             .pin = o.pin, .header_tail = tail, .check = micro_check_via,
+    const bench_cmd_t cmd = {.name = "micro",
+                             .locks = o.locks,
+                             .threads = o.threads,
+                             .nthreads = o.nthreads,
+                             .duration_s = o.duration,
+                             .repeat = o.repeat,
+                             .pin = o.pin,
+                             .header_tail = tail,
+                             .check = micro_check_via,
                              .ctx = &via};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
@@ -432,10 +453,10 @@ int cmd_bench_micro(int argc, char **argv)
                             cfg.threads = o.threads[it];
                             cfg.hogs = H[ih];
                             char label[96];
-                            snprintf(label, sizeof label, "micro S=%d P=%d L=%d locks=%d hogs=%d",
-                                     S[is], P[ip], L[il], C[ic], H[ih]);
-                            bench_cell_run(&micro_workload, &mp, "micro", b.specs, nspecs, &cfg,
-                                           o.repeat, runs, cell, label);
+                            snprintf(label, sizeof label, "micro S=%d P=%d L=%d locks=%d hogs=%d", S[is],
+                                     P[ip], L[il], C[ic], H[ih]);
+                            bench_cell_run(&micro_workload, &mp, "micro", b.specs, nspecs, &cfg, o.repeat,
+                                           runs, cell, label);
                             for (int k = 0; k < nspecs; k++) {
                                 bench_record_t *rec = &cell[k];
                                 static const char *const names[] = {"shared_lines", "private_lines",
@@ -450,18 +471,20 @@ int cmd_bench_micro(int argc, char **argv)
                             /* Limits use the best N=1 rates known so far.  With
                              * several locks, sections need not run one at a time,
                              * and the single-lock limit says nothing. */
-                            double limit = C[ic] > 1 ? 0
-                                                     : bench_cell_limit(&refs, key, cell, nspecs,
-                                                                        o.threads[it], cores);
+                            double limit =
+                                C[ic] > 1 ? 0
+                                          : bench_cell_limit(&refs, key, cell, nspecs, o.threads[it], cores);
                             failed += bench_cell_finish(cell, nspecs, limit);
-                            char title[256], lim[64] = "no physical limit (sections on different locks overlap)";
+                            char title[256],
+                                lim[64] = "no physical limit (sections on different locks overlap)";
                             if (limit > 0)
                                 snprintf(lim, sizeof lim, "physical limit %.1f Mops/s", limit / 1e6);
-                            snprintf(title, sizeof title,
-                                     "micro S=%d P=%d L=%d (%.0f ns), %d lock%s, %d hog%s, %d thread%s on %d CPUs; %s",
-                                     S[is], P[ip], L[il], L[il] * b.unit_ns, C[ic], C[ic] > 1 ? "s" : "",
-                                     H[ih], H[ih] == 1 ? "" : "s", o.threads[it],
-                                     o.threads[it] > 1 ? "s" : "", cores, lim);
+                            snprintf(
+                                title, sizeof title,
+                                "micro S=%d P=%d L=%d (%.0f ns), %d lock%s, %d hog%s, %d thread%s on %d CPUs; %s",
+                                S[is], P[ip], L[il], L[il] * b.unit_ns, C[ic], C[ic] > 1 ? "s" : "", H[ih],
+                                H[ih] == 1 ? "" : "s", o.threads[it], o.threads[it] > 1 ? "s" : "", cores,
+                                lim);
                             report_cell(stdout, cell, nspecs, title);
                             fflush(stdout);
                             nrecs += nspecs;
@@ -469,9 +492,11 @@ int cmd_bench_micro(int argc, char **argv)
                     }
 
     char extra[128];
-    snprintf(extra, sizeof extra,
-             "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"via\": \"%s\"", b.unit_ns,
-             o.pin, o.repeat, via == VIA_LOCK ? "lock" : via == VIA_EXECUTE ? "execute" : "auto");
+    snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"pin\": \"%s\", \"repeat\": %d, \"via\": \"%s\"",
+             b.unit_ns, o.pin, o.repeat,
+             via == VIA_LOCK      ? "lock"
+             : via == VIA_EXECUTE ? "execute"
+                                  : "auto");
     rc = bench_cmd_finish(&b, o.json, extra, recs, nrecs, failed);
     bench_refs_free(&refs);
     free(runs);

@@ -77,12 +77,12 @@ typedef struct pq_chunk {
 typedef struct pq_heap {
     _Alignas(BENCH_LINE) _Atomic(pq_node_t *) root;
     _Atomic uint64_t size;
-    _Atomic(pq_node_t *) free_list;  /* extracted nodes, for the next inserts */
-    _Atomic(pq_chunk_t *) chunks;    /* newest first; nodes are carved from the head */
-    _Atomic uint32_t chunk_used;     /* nodes carved from the head chunk */
-    _Atomic uint64_t capacity;       /* nodes ever carved: the bound of every walk */
-    _Atomic uint32_t corrupt;        /* a walk hit its bound: a cycle */
-    _Atomic uint32_t oom;            /* an insert found no memory and was dropped */
+    _Atomic(pq_node_t *) free_list; /* extracted nodes, for the next inserts */
+    _Atomic(pq_chunk_t *) chunks;   /* newest first; nodes are carved from the head */
+    _Atomic uint32_t chunk_used;    /* nodes carved from the head chunk */
+    _Atomic uint64_t capacity;      /* nodes ever carved: the bound of every walk */
+    _Atomic uint32_t corrupt;       /* a walk hit its bound: a cycle */
+    _Atomic uint32_t oom;           /* an insert found no memory and was dropped */
 } pq_heap_t;
 
 static pq_node_t *node_alloc(pq_heap_t *h)
@@ -501,9 +501,8 @@ const bench_workload_t pq_workload = {
 /* --- the command ------------------------------------------------------------ */
 
 
-static const char pq_default_locks[] =
-    "qd,qd,pad=1,qd,cas=1,hqd,fc,ccsynch,rcl,mcs,relay,tas,pthread,"
-    "peer:ck_mcs,peer:absl,peer:tbb_queuing,peer:std_mutex";
+static const char pq_default_locks[] = "qd,qd,pad=1,qd,cas=1,hqd,fc,ccsynch,rcl,mcs,relay,tas,pthread,"
+                                       "peer:ck_mcs,peer:absl,peer:tbb_queuing,peer:std_mutex";
 
 static void usage(FILE *f)
 {
@@ -528,8 +527,7 @@ static void usage(FILE *f)
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          write every result as JSON\n"
             "  --inject-fault       thread 0 runs its operations without the lock (tests that\n"
-            "                       verification fails)\n"
-            BENCH_WAIT_USAGE,
+            "                       verification fails)\n" BENCH_WAIT_USAGE,
             pq_default_locks);
 }
 
@@ -554,13 +552,12 @@ static void pq_describe(const bench_lock_t *l, const void *ctx)
     int ins, ext;
     pq_paths(l, *nd, &ins, &ext);
     if (ins != PATH_EXECUTE || ext != PATH_EXECUTE || l->execute)
-        printf("  %-24s insert: %s; extract_min: %s\n", l->spec, path_name(l, ins),
-               path_name(l, ext));
+        printf("  %-24s insert: %s; extract_min: %s\n", l->spec, path_name(l, ins), path_name(l, ext));
 }
 
 /* Measure the single-thread rate at local work L, unless known. */
-static void pq_ref_rate(bench_refs_t *refs, int L, const struct pq_params *proto,
-                        const bench_cfg_t *base, int repeat)
+static void pq_ref_rate(bench_refs_t *refs, int L, const struct pq_params *proto, const bench_cfg_t *base,
+                        int repeat)
 {
     const int key[BENCH_REF_KEYS] = {[BENCH_REF_L] = L};
     if (bench_ref_get(refs, key) >= 0)
@@ -590,13 +587,19 @@ static int pq_option(int c, const char *arg, void *ctx)
 
 int cmd_bench_pq(int argc, char **argv)
 {
-    bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0,
-                      .repeat = 3};
+    bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0, .repeat = 3};
     struct pq_opts po = {.L = {0, 32, 128}, .nL = 3, .prefill = PQ_PREFILL};
-    static const cli_opt_t opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"local-work", CLI_VALUE, 0, 'L'},
-        {"prefill", CLI_VALUE, 0, 'n'}, {"nd", CLI_FLAG, 0, 'N'}, BENCH_OPT_DURATION,
-        BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT, BENCH_OPT_END};
+    static const cli_opt_t opts[] = {BENCH_OPT_LOCKS,
+                                     BENCH_OPT_THREADS,
+                                     {"local-work", CLI_VALUE, 0, 'L'},
+                                     {"prefill", CLI_VALUE, 0, 'n'},
+                                     {"nd", CLI_FLAG, 0, 'N'},
+                                     BENCH_OPT_DURATION,
+                                     BENCH_OPT_REPEAT,
+                                     BENCH_OPT_PIN,
+                                     BENCH_OPT_JSON,
+                                     BENCH_OPT_FAULT,
+                                     BENCH_OPT_END};
     const int prc = bench_getopt("pq", argc, argv, opts, &o, pq_option, &po, usage);
     if (prc >= 0)
         return prc;
@@ -604,10 +607,17 @@ int cmd_bench_pq(int argc, char **argv)
     const bool nd = po.nd;
     char header[64];
     snprintf(header, sizeof header, "; prefill %d%s", prefill, nd ? "; ND (inserts wait)" : "");
-    const bench_cmd_t cmd = {.name = "pq", .locks = o.locks, .default_locks = pq_default_locks,
-                             .threads = o.threads, .nthreads = o.nthreads, .duration_s = o.duration,
-                             .repeat = o.repeat, .pin = o.pin, .header_params = header,
-                             .describe = pq_describe, .ctx = &nd};
+    const bench_cmd_t cmd = {.name = "pq",
+                             .locks = o.locks,
+                             .default_locks = pq_default_locks,
+                             .threads = o.threads,
+                             .nthreads = o.nthreads,
+                             .duration_s = o.duration,
+                             .repeat = o.repeat,
+                             .pin = o.pin,
+                             .header_params = header,
+                             .describe = pq_describe,
+                             .ctx = &nd};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
     if (rc != 0)
@@ -634,8 +644,7 @@ int cmd_bench_pq(int argc, char **argv)
             cfg.threads = o.threads[it];
             char label[64];
             snprintf(label, sizeof label, "pq L=%d", L[il]);
-            bench_cell_run(&pq_workload, &pp, "pq", b.specs, nspecs, &cfg, o.repeat, runs, cell,
-                           label);
+            bench_cell_run(&pq_workload, &pp, "pq", b.specs, nspecs, &cfg, o.repeat, runs, cell, label);
             for (int k = 0; k < nspecs; k++) {
                 bench_record_t *rec = &cell[k];
                 rec->nparams = 3;

@@ -14,12 +14,12 @@
 #define PROGRESS_MIN_ELAPSED_S 1.0
 
 static struct {
-    bool on;       /* stderr is a terminal */
-    int cells;     /* planned; 0: unknown */
-    int cell;      /* the current cell, from 1; 0: none yet */
-    double t0;     /* when the bench began */
+    bool on;   /* stderr is a terminal */
+    int cells; /* planned; 0: unknown */
+    int cell;  /* the current cell, from 1; 0: none yet */
+    double t0; /* when the bench began */
     char label[128];
-    bool shown;    /* a line is on the terminal */
+    bool shown; /* a line is on the terminal */
 } pg;
 
 void bench_progress_begin(int cells)
@@ -84,15 +84,9 @@ void bench_progress_cell(const char *label)
     show(0, 0, NULL);
 }
 
-void bench_progress_step(int step, int steps, const char *what)
-{
-    show(step, steps, what);
-}
+void bench_progress_step(int step, int steps, const char *what) { show(step, steps, what); }
 
-void bench_progress_cell_done(void)
-{
-    bench_progress_clear();
-}
+void bench_progress_cell_done(void) { bench_progress_clear(); }
 
 void bench_progress_clear(void)
 {

@@ -7,16 +7,11 @@
 const char *report_status(const bench_record_t *r)
 {
     switch (r->median.status) {
-    case BENCH_OK:
-        return r->collapsed ? "COLLAPSED" : "ok";
-    case BENCH_VERIFY_FAILED:
-        return "VERIFY-FAILED";
-    case BENCH_TIMEOUT:
-        return "COLLAPSED(timeout)";
-    case BENCH_CRASHED:
-        return "CRASHED";
-    default:
-        return "ERROR";
+    case BENCH_OK: return r->collapsed ? "COLLAPSED" : "ok";
+    case BENCH_VERIFY_FAILED: return "VERIFY-FAILED";
+    case BENCH_TIMEOUT: return "COLLAPSED(timeout)";
+    case BENCH_CRASHED: return "CRASHED";
+    default: return "ERROR";
     }
 }
 
@@ -65,8 +60,8 @@ void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
     char head[BENCH_EXTRAS * 16 + 1] = "";
     for (int e = 0; e < BENCH_EXTRAS; e++) {
         for (int i = 0; i < n; i++)
-            extra[e] |= recs[i].extra_keys[e] && recs[i].median.status == BENCH_OK &&
-                        recs[i].median.extra[e] >= 0;
+            extra[e] |=
+                recs[i].extra_keys[e] && recs[i].median.status == BENCH_OK && recs[i].median.extra[e] >= 0;
         if (extra[e]) {
             const char *label = recs[0].extra_labels[e] ? recs[0].extra_labels[e] : recs[0].extra_keys[e];
             size_t used = strlen(head);
@@ -74,9 +69,9 @@ void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
         }
     }
     fprintf(f, "\n%s\n", title);
-    fprintf(f, "%4s  %-26s %9s %9s %8s %10s%s %7s %9s %10s%s  %s\n", "rank", "lock", "Mops/s",
-            "x pthread", "fairness", "CPU-s/Mop", energy ? "     J/Mop" : "", "%limit", "max wait",
-            "p99.9 wait", head, "status");
+    fprintf(f, "%4s  %-26s %9s %9s %8s %10s%s %7s %9s %10s%s  %s\n", "rank", "lock", "Mops/s", "x pthread",
+            "fairness", "CPU-s/Mop", energy ? "     J/Mop" : "", "%limit", "max wait", "p99.9 wait", head,
+            "status");
     for (int i = 0; i < n; i++) {
         const bench_record_t *r = order[i];
         double rate = record_rate(r);
@@ -90,9 +85,10 @@ void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
         if (r->median.ops > 0)
             snprintf(cpu, sizeof cpu, "%.3g", r->median.cpu_s / ((double)r->median.ops / 1e6));
         if (energy)
-            snprintf(jb, sizeof jb, " %9.3g", r->median.energy_j >= 0 && r->median.ops
-                                                  ? r->median.energy_j / ((double)r->median.ops / 1e6)
-                                                  : 0.0);
+            snprintf(jb, sizeof jb, " %9.3g",
+                     r->median.energy_j >= 0 && r->median.ops
+                         ? r->median.energy_j / ((double)r->median.ops / 1e6)
+                         : 0.0);
         if (r->limit_ops_per_s > 0 && rate > 0)
             snprintf(lim, sizeof lim, "%.0f%%", 100.0 * rate / r->limit_ops_per_s);
         char ex[BENCH_EXTRAS * 16 + 1] = "";
@@ -106,8 +102,8 @@ void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
             else
                 snprintf(ex + used, sizeof ex - used, " %9s", "-");
         }
-        fprintf(f, "%4d  %-26s %9s %9s %8.2f %10s%s %7s %9s %10s%s  %s%s%s\n", i + 1, r->lock, rb,
-                xp, record_fairness(r), cpu, jb, lim, wmax, w999, ex, report_status(r),
+        fprintf(f, "%4d  %-26s %9s %9s %8.2f %10s%s %7s %9s %10s%s  %s%s%s\n", i + 1, r->lock, rb, xp,
+                record_fairness(r), cpu, jb, lim, wmax, w999, ex, report_status(r),
                 r->median.message[0] ? ": " : "", r->median.message);
     }
     free(order);
@@ -216,8 +212,8 @@ static void json_record(FILE *f, int i, const void *ctx)
         fprintf(f, ", %s", r->json_more);
 }
 
-int report_json(const char *path, const machine_t *m, const char *extra_json,
-                const bench_record_t *recs, int n)
+int report_json(const char *path, const machine_t *m, const char *extra_json, const bench_record_t *recs,
+                int n)
 {
     return report_json_write(path, m, extra_json, n, json_record, recs);
 }

@@ -9,18 +9,18 @@
 #define REPORT_MAX_RUNS 32
 
 typedef struct bench_record {
-    const char *bench;                        /* "micro" */
+    const char *bench; /* "micro" */
     char lock[BENCH_SPEC_MAX];
     int threads;
     int nparams;
     const char *param_names[REPORT_MAX_PARAMS]; /* JSON keys, e.g. "shared_lines" */
     long params[REPORT_MAX_PARAMS];
     double duration_s;
-    bench_result_t median;                    /* the median run */
+    bench_result_t median; /* the median run */
     int nruns;
     double runs_ops_per_s[REPORT_MAX_RUNS];
-    double limit_ops_per_s;                   /* physical limit of the cell; 0 if none */
-    double pthread_ops_per_s;                 /* pthread in the same cell; 0 if absent */
+    double limit_ops_per_s;   /* physical limit of the cell; 0 if none */
+    double pthread_ops_per_s; /* pthread in the same cell; 0 if absent */
     bool collapsed;
     /* The workload's extra figures (median.extra[i]): JSON key and table
      * header; NULL key: unused.  Negative values print as "-". */
@@ -39,7 +39,7 @@ static inline double record_rate(const bench_record_t *r)
 static inline double record_fairness(const bench_record_t *r)
 {
     return r->median.max_thread_ops ? (double)r->median.min_thread_ops / (double)r->median.max_thread_ops
-                                     : 0.0;
+                                    : 0.0;
 }
 
 const char *report_status(const bench_record_t *r);
@@ -52,16 +52,16 @@ void report_cell(FILE *f, bench_record_t *recs, int n, const char *title);
 
 /* What a bench command's options hand to bench_cmd_setup(). */
 typedef struct bench_cmd {
-    const char *name;          /* "pq": messages begin "baton bench pq: " */
-    const char *locks;         /* --locks, or NULL for default_locks */
+    const char *name;  /* "pq": messages begin "baton bench pq: " */
+    const char *locks; /* --locks, or NULL for default_locks */
     /* The command's default list: those of its locks that this build lacks
      * are skipped with a note, where an explicit --locks must all open. */
     const char *default_locks;
-    const int *threads;        /* --threads */
+    const int *threads; /* --threads */
     int nthreads;
     double duration_s;
     int repeat;
-    const char *pin;           /* --pin, already accepted by topo_pin_parse */
+    const char *pin; /* --pin, already accepted by topo_pin_parse */
     /* The header line's own text: `header_params` after the thread counts
      * (e.g. "; prefill 100"), `header_tail` after the cost of a unit of
      * local work (e.g. "; via lock"); NULL for none. */
@@ -83,9 +83,9 @@ typedef struct bench_setup {
     char (*specs)[BENCH_SPEC_MAX]; /* the canonical specs to measure */
     int nspecs;
     machine_t m;
-    int *order;     /* CPU per thread index, for the pin policy */
-    int cores;      /* CPUs (at least 1) */
-    double unit_ns; /* one unit of thread-local work */
+    int *order;       /* CPU per thread index, for the pin policy */
+    int cores;        /* CPUs (at least 1) */
+    double unit_ns;   /* one unit of thread-local work */
     bench_cfg_t base; /* duration, pinning and deadline; threads unset */
 } bench_setup_t;
 
@@ -114,8 +114,7 @@ int bench_cmd_finish(bench_setup_t *s, const char *json_path, const char *extra_
 
 /* The best single-thread rate of `wl` with `params` on "tas" (the plain
  * mutex every physical limit is measured with), over `repeat` runs. */
-double bench_single_rate(const bench_workload_t *wl, const void *params, const bench_cfg_t *base,
-                         int repeat);
+double bench_single_rate(const bench_workload_t *wl, const void *params, const bench_cfg_t *base, int repeat);
 
 /* The `extras` hook of the workloads that report the operations per help
  * session of delegation kinds (micro, pq, rw): fills
@@ -151,8 +150,8 @@ void bench_refs_free(bench_refs_t *refs);
  * Critical sections run one at a time: no more than the rate without local
  * work, and no more than key's rate per thread with a CPU of its own.
  * Both rates must be known (bench_ref_put); a missing one counts as 0. */
-double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS],
-                        const bench_record_t *cell, int n, int threads, int cores);
+double bench_cell_limit(bench_refs_t *refs, const int key[BENCH_REF_KEYS], const bench_record_t *cell, int n,
+                        int threads, int cores);
 
 /* Run one cell: `repeat` rounds, each running every spec once, in an order
  * rotated by one each round (so slow drift spreads over all of them; a spec
@@ -175,8 +174,8 @@ int bench_cell_finish(bench_record_t *recs, int n, double limit);
 void report_json_string(FILE *f, const char *s);
 
 /* The usage text's line on the wait columns. */
-#define BENCH_WAIT_USAGE                                                                           \
-    "  max wait, p99.9 wait: acquisition waits in µs (lock, reader lock, or the whole\n"           \
+#define BENCH_WAIT_USAGE                                                                                     \
+    "  max wait, p99.9 wait: acquisition waits in µs (lock, reader lock, or the whole\n"                    \
     "                       baton_execute call), sampled with the TSC, 1 in 8 per thread\n"
 
 /* A wait in ns as µs for a table ("-" when negative: not available). */
@@ -195,7 +194,7 @@ int report_json_write(const char *path, const machine_t *m, const char *extra_js
 
 /* report_json_write() of recs[0..n), each with every figure it has. */
 
-int report_json(const char *path, const machine_t *m, const char *extra_json,
-                const bench_record_t *recs, int n);
+int report_json(const char *path, const machine_t *m, const char *extra_json, const bench_record_t *recs,
+                int n);
 
 #endif

@@ -21,10 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-double bench_now(void)
-{
-    return (double)baton_now_ns() * 1e-9;
-}
+double bench_now(void) { return (double)baton_now_ns() * 1e-9; }
 
 /* --- locks -------------------------------------------------------------------- */
 
@@ -90,8 +87,8 @@ int bench_lock_open(const char *spec, bench_lock_t *out, char *err, size_t errle
      * delegation kind runs other threads' operations, and counts its help
      * sessions; a mutex keeps no statistics. */
     baton_stats_t st;
-    out->delegates = (out->caps & (BATON_CAP_DETACH | BATON_CAP_SERVER)) ||
-                     baton_lock_stats(out->baton, &st) == 0;
+    out->delegates =
+        (out->caps & (BATON_CAP_DETACH | BATON_CAP_SERVER)) || baton_lock_stats(out->baton, &st) == 0;
     return 0;
 }
 
@@ -130,10 +127,7 @@ static bool monitor_available(void)
 
 /* A wrapper kind (rw(<kind>)) needs its inner kind named, so keywords
  * leave it out. */
-static bool keyword_lists(const baton_kind_info_t *k)
-{
-    return !(k->caps & BATON_CAP_WRAPPER);
-}
+static bool keyword_lists(const baton_kind_info_t *k) { return !(k->caps & BATON_CAP_WRAPPER); }
 
 static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int max)
 {
@@ -209,8 +203,7 @@ static bool is_switch_of(const char *spec, const char *word)
     return false;
 }
 
-int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err,
-                       size_t errlen)
+int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen)
 {
     int n = 0;
     char item[BENCH_SPEC_MAX];
@@ -507,8 +500,8 @@ static double cpu_seconds(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static void locks_close(bench_lock_t *locks, int n)
@@ -520,8 +513,8 @@ static void locks_close(bench_lock_t *locks, int n)
 
 /* The workload's locks, all opened with `spec`: one, or what wl->locks
  * asks for.  NULL with a message in err. */
-static bench_lock_t *locks_open(const bench_workload_t *wl, const void *params, const char *spec,
-                                int *n, char *err, size_t errlen)
+static bench_lock_t *locks_open(const bench_workload_t *wl, const void *params, const char *spec, int *n,
+                                char *err, size_t errlen)
 {
     *n = wl->locks ? wl->locks(params) : 1;
     bench_lock_t *locks = *n > 0 ? calloc((size_t)*n, sizeof *locks) : NULL;
@@ -776,8 +769,8 @@ static void run_child(const bench_workload_t *wl, const void *params, const char
         result_init(out, cfg->threads);
         out->status = timed_out ? BENCH_TIMEOUT : BENCH_CRASHED;
         if (timed_out)
-            snprintf(out->message, sizeof out->message,
-                     "no result within %.1f s: collapsed (killed)", cfg->deadline_s);
+            snprintf(out->message, sizeof out->message, "no result within %.1f s: collapsed (killed)",
+                     cfg->deadline_s);
         else
             snprintf(out->message, sizeof out->message, "child died (%s)",
                      WIFSIGNALED(wstatus) ? strsignal(WTERMSIG(wstatus)) : "exit");
@@ -786,8 +779,8 @@ static void run_child(const bench_workload_t *wl, const void *params, const char
     waitpid(pid, &wstatus, 0);
 }
 
-void bench_run(const bench_workload_t *wl, const void *params, const char *spec,
-               const bench_cfg_t *cfg, bench_result_t *out)
+void bench_run(const bench_workload_t *wl, const void *params, const char *spec, const bench_cfg_t *cfg,
+               bench_result_t *out)
 {
     result_init(out, cfg->threads);
     fflush(stdout);

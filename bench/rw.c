@@ -82,10 +82,10 @@ static void rw_write_op(void *p)
 
 struct rw_read_args {
     struct rw_shared *sh;
-    uint32_t *rng;  /* the reader's */
-    bool sum_all;   /* also sum the whole array */
-    bool torn;      /* out: saw a write in progress */
-    uint32_t sink;  /* out: what was read */
+    uint32_t *rng; /* the reader's */
+    bool sum_all;  /* also sum the whole array */
+    bool torn;     /* out: saw a write in progress */
+    uint32_t sink; /* out: what was read */
 };
 
 static void rw_read_op(void *p)
@@ -268,8 +268,8 @@ static int rw_verify(void *state, const uint64_t *ops, int threads, bench_result
     }
     if (torn) {
         snprintf(r->message, sizeof r->message,
-                 "%llu of %llu reads overlapped a write (torn): exclusion broken",
-                 (unsigned long long)torn, (unsigned long long)reads);
+                 "%llu of %llu reads overlapped a write (torn): exclusion broken", (unsigned long long)torn,
+                 (unsigned long long)reads);
         return 1;
     }
     if (s->end_sum != 0) {
@@ -279,10 +279,9 @@ static int rw_verify(void *state, const uint64_t *ops, int threads, bench_result
         return 1;
     }
     if (s->end_begun != writes || s->end_ended != writes) {
-        snprintf(r->message, sizeof r->message,
-                 "%llu writes begun and %llu ended, %llu made: exclusion broken",
-                 (unsigned long long)s->end_begun, (unsigned long long)s->end_ended,
-                 (unsigned long long)writes);
+        snprintf(
+            r->message, sizeof r->message, "%llu writes begun and %llu ended, %llu made: exclusion broken",
+            (unsigned long long)s->end_begun, (unsigned long long)s->end_ended, (unsigned long long)writes);
         return 1;
     }
     return 0;
@@ -306,27 +305,27 @@ static const char rw_default_locks[] =
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: baton bench rw [options]\n"
-            "  RWBench (QD locking paper, section 6.2): each thread does L units of local work,\n"
-            "  then a read (4 x load two random slots of a 64-entry array) or a write (4 x move a\n"
-            "  random amount between two random slots).  RW kinds and RW peers read in reader mode;\n"
-            "  detached delegation kinds write with baton_delegate; mutexes lock for both.\n"
-            "  --locks LIST         lock specs and peers, comma-separated, or all|kinds|peers|rwpeers\n"
-            "                       ('peers' are the mutex peers, 'rwpeers' the readers-writer ones;\n"
-            "                       default: %s;\n"
-            "                       those not in this build are skipped with a note)\n"
-            "  --threads LIST       thread counts (default 1,2,8)\n"
-            "  --reads LIST         percent of critical sections that read (default 50,80,95,99)\n"
-            "  --local-work LIST    L: units of thread-local work between critical sections\n"
-            "                       (default 0,32,128)\n"
-            "  --duration SEC       length of one run (default 1)\n"
-            "  --repeat R           runs per cell; the median is reported (default 3)\n"
-            "  --pin POLICY         compact|spread|none (default compact)\n"
-            "  --json FILE          write every result as JSON\n"
-            "  --inject-fault       thread 0 writes without the lock (tests that verification fails)\n"
-            BENCH_WAIT_USAGE,
-            rw_default_locks);
+    fprintf(
+        f,
+        "usage: baton bench rw [options]\n"
+        "  RWBench (QD locking paper, section 6.2): each thread does L units of local work,\n"
+        "  then a read (4 x load two random slots of a 64-entry array) or a write (4 x move a\n"
+        "  random amount between two random slots).  RW kinds and RW peers read in reader mode;\n"
+        "  detached delegation kinds write with baton_delegate; mutexes lock for both.\n"
+        "  --locks LIST         lock specs and peers, comma-separated, or all|kinds|peers|rwpeers\n"
+        "                       ('peers' are the mutex peers, 'rwpeers' the readers-writer ones;\n"
+        "                       default: %s;\n"
+        "                       those not in this build are skipped with a note)\n"
+        "  --threads LIST       thread counts (default 1,2,8)\n"
+        "  --reads LIST         percent of critical sections that read (default 50,80,95,99)\n"
+        "  --local-work LIST    L: units of thread-local work between critical sections\n"
+        "                       (default 0,32,128)\n"
+        "  --duration SEC       length of one run (default 1)\n"
+        "  --repeat R           runs per cell; the median is reported (default 3)\n"
+        "  --pin POLICY         compact|spread|none (default compact)\n"
+        "  --json FILE          write every result as JSON\n"
+        "  --inject-fault       thread 0 writes without the lock (tests that verification fails)\n" BENCH_WAIT_USAGE,
+        rw_default_locks);
 }
 
 static const char *path_name(int path)
@@ -381,20 +380,31 @@ static int rw_option(int c, const char *arg, void *ctx)
 
 int cmd_bench_rw(int argc, char **argv)
 {
-    bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0,
-                      .repeat = 3};
+    bench_opts_t o = {.pin = "compact", .threads = {1, 2, 8}, .nthreads = 3, .duration = 1.0, .repeat = 3};
     struct rw_opts ro = {.R = {50, 80, 95, 99}, .nR = 4, .L = {0, 32, 128}, .nL = 3};
-    static const cli_opt_t opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"reads", CLI_VALUE, 0, 'R'},
-        {"local-work", CLI_VALUE, 0, 'L'}, BENCH_OPT_DURATION, BENCH_OPT_REPEAT,
-        BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT, BENCH_OPT_END};
+    static const cli_opt_t opts[] = {BENCH_OPT_LOCKS,
+                                     BENCH_OPT_THREADS,
+                                     {"reads", CLI_VALUE, 0, 'R'},
+                                     {"local-work", CLI_VALUE, 0, 'L'},
+                                     BENCH_OPT_DURATION,
+                                     BENCH_OPT_REPEAT,
+                                     BENCH_OPT_PIN,
+                                     BENCH_OPT_JSON,
+                                     BENCH_OPT_FAULT,
+                                     BENCH_OPT_END};
     const int prc = bench_getopt("rw", argc, argv, opts, &o, rw_option, &ro, usage);
     if (prc >= 0)
         return prc;
     const int *R = ro.R, nR = ro.nR, *L = ro.L, nL = ro.nL;
-    const bench_cmd_t cmd = {.name = "rw", .locks = o.locks, .default_locks = rw_default_locks,
-                             .threads = o.threads, .nthreads = o.nthreads, .duration_s = o.duration,
-                             .repeat = o.repeat, .pin = o.pin, .describe = rw_describe};
+    const bench_cmd_t cmd = {.name = "rw",
+                             .locks = o.locks,
+                             .default_locks = rw_default_locks,
+                             .threads = o.threads,
+                             .nthreads = o.nthreads,
+                             .duration_s = o.duration,
+                             .repeat = o.repeat,
+                             .pin = o.pin,
+                             .describe = rw_describe};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
     if (rc != 0)
@@ -420,8 +430,7 @@ int cmd_bench_rw(int argc, char **argv)
                 cfg.threads = o.threads[it];
                 char label[64];
                 snprintf(label, sizeof label, "rw reads=%d%% L=%d", R[ir], L[il]);
-                bench_cell_run(&rw_workload, &rp, "rw", b.specs, nspecs, &cfg, o.repeat, runs, cell,
-                               label);
+                bench_cell_run(&rw_workload, &rp, "rw", b.specs, nspecs, &cfg, o.repeat, runs, cell, label);
                 for (int k = 0; k < nspecs; k++) {
                     bench_record_t *rec = &cell[k];
                     rec->nparams = 2;

@@ -153,7 +153,8 @@ static uint64_t srv_thread_main(void *state, int index, const _Atomic int *stop)
     struct srv_thread *me = &s->t[index];
     bench_lock_t *lock = s->lock;
     const bool fault = s->p->inject_fault && index == 0;
-    const uint32_t units = s->p->interval_units * (s->p->workload == WL_IMBALANCED ? (uint32_t)index + 1 : 1u);
+    const uint32_t units =
+        s->p->interval_units * (s->p->workload == WL_IMBALANCED ? (uint32_t)index + 1 : 1u);
     bench_local_t local;
     bench_local_init(&local, 0x9e3779b9u * ((uint32_t)index + 1));
     struct srv_op op = {s, me, false};
@@ -289,8 +290,8 @@ static int srv_verify(void *state, const uint64_t *ops, int threads, bench_resul
     if (on_stack < 0 || twice || on_stack + held != (long)s->nodes) {
         snprintf(r->message, sizeof r->message,
                  "stack broken: %ld nodes on it%s, %ld held, %ld held twice or also on it, %u in all",
-                 on_stack < 0 ? 0 : on_stack, on_stack < 0 ? " (a cycle or a bad link)" : "", held,
-                 twice, s->nodes);
+                 on_stack < 0 ? 0 : on_stack, on_stack < 0 ? " (a cycle or a bad link)" : "", held, twice,
+                 s->nodes);
         return 1;
     }
     return 0;
@@ -317,8 +318,13 @@ const bench_workload_t srv_workload = {
 /* --- the paper's message counts --------------------------------------------------- */
 
 enum {
-    DESIGN_NONE = -1, DESIGN_BASIC, DESIGN_CHAIN, DESIGN_HIER, DESIGN_HIER_CHAIN,
-    DESIGN_BASIC_KEEP, DESIGN_CHAIN_KEEP /* with leases: outside the paper's formulas */
+    DESIGN_NONE = -1,
+    DESIGN_BASIC,
+    DESIGN_CHAIN,
+    DESIGN_HIER,
+    DESIGN_HIER_CHAIN,
+    DESIGN_BASIC_KEEP,
+    DESIGN_CHAIN_KEEP /* with leases: outside the paper's formulas */
 };
 
 /* Which of pLock's designs a spec names: "server" with the chain and hier
@@ -334,17 +340,26 @@ static int design_of(const char *spec)
     return hier ? (chain ? DESIGN_HIER_CHAIN : DESIGN_HIER) : (chain ? DESIGN_CHAIN : DESIGN_BASIC);
 }
 
-static const char *const design_names[] = {"basic", "chain", "hier", "hier+chain", "basic+keep",
-                                           "chain+keep"};
+static const char *const design_names[] = {"basic",      "chain",      "hier",
+                                           "hier+chain", "basic+keep", "chain+keep"};
 
 /* Messages per critical section in the paper's best and worst cases
  * (Equations 1-7), for N clients, S sections per client, T local servers. */
 static void design_bounds(int d, double N, double S, double T, double *best, double *worst)
 {
     switch (d) {
-    case DESIGN_CHAIN: *best = (2 * N + 1) * S / (N * S); *worst = 3; break;
-    case DESIGN_HIER: *best = (3 * N * S + 3 * T) / (N * S); *worst = 6; break;
-    case DESIGN_HIER_CHAIN: *best = ((2 * N + 1) * S + 2 * T + 1) / (N * S); *worst = 6; break;
+    case DESIGN_CHAIN:
+        *best = (2 * N + 1) * S / (N * S);
+        *worst = 3;
+        break;
+    case DESIGN_HIER:
+        *best = (3 * N * S + 3 * T) / (N * S);
+        *worst = 6;
+        break;
+    case DESIGN_HIER_CHAIN:
+        *best = ((2 * N + 1) * S + 2 * T + 1) / (N * S);
+        *worst = 6;
+        break;
     default: *best = *worst = 3; break;
     }
 }
@@ -363,11 +378,12 @@ static void message_summary(const bench_record_t *cell, int n, int threads, int 
         if (d == DESIGN_NONE || m->status != BENCH_OK || m->extra[EX_MSGS] < 0)
             continue;
         if (!any) {
-            printf("  messages per critical section, %s (basic = 6.00 as in the paper's Eq. 15; the paper's\n"
-                   "  best and worst cases, Eq. 1-7, for N=%d clients, S=sections per client, T=local servers):\n",
-                   title, threads);
-            printf("  %-26s %-10s %8s %8s %17s %21s\n", "lock", "design", "msg/CS", "Eq.15", "best..worst /CS",
-                   "sent G/L/C per CS");
+            printf(
+                "  messages per critical section, %s (basic = 6.00 as in the paper's Eq. 15; the paper's\n"
+                "  best and worst cases, Eq. 1-7, for N=%d clients, S=sections per client, T=local servers):\n",
+                title, threads);
+            printf("  %-26s %-10s %8s %8s %17s %21s\n", "lock", "design", "msg/CS", "Eq.15",
+                   "best..worst /CS", "sent G/L/C per CS");
             any = true;
         }
         double N = threads, S = (double)m->ops / threads, T = 0;
@@ -399,27 +415,27 @@ static const char srv_default_locks[] =
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: baton bench server [options]\n"
-            "  Lock servers (pLock's basic, chaining, hierarchical and combined designs) against\n"
-            "  baton's mutexes: every thread takes the lock, runs a short critical section, releases\n"
-            "  it, then does an interval of thread-local work.  Reports throughput, the latency of\n"
-            "  one critical section (lock to unlock), and the server kinds' messages per section.\n"
-            "  --locks LIST         lock specs and peers (default: %s;\n"
-            "                       those not in this build are skipped with a note)\n"
-            "  --threads LIST       client threads (default 2,4,8,16)\n"
-            "  --workloads LIST     counter, stack, imbalanced (default all three; stack and\n"
-            "                       imbalanced run at the first interval only)\n"
-            "  --interval-ns LIST   thread-local work between critical sections, in ns\n"
-            "  --interval-cycles LIST  the same in TSC cycles, as the paper gives them\n"
-            "                       (default 100,1000,10000,100000 cycles)\n"
-            "  --duration SEC       length of one run (default 0.3)\n"
-            "  --repeat R           runs per cell; the median is reported (default 3)\n"
-            "  --pin POLICY         compact|spread|none (default compact)\n"
-            "  --json FILE          write every result as JSON\n"
-            "  --inject-fault       thread 0 skips the lock for some sections (verification must fail)\n"
-            BENCH_WAIT_USAGE,
-            srv_default_locks);
+    fprintf(
+        f,
+        "usage: baton bench server [options]\n"
+        "  Lock servers (pLock's basic, chaining, hierarchical and combined designs) against\n"
+        "  baton's mutexes: every thread takes the lock, runs a short critical section, releases\n"
+        "  it, then does an interval of thread-local work.  Reports throughput, the latency of\n"
+        "  one critical section (lock to unlock), and the server kinds' messages per section.\n"
+        "  --locks LIST         lock specs and peers (default: %s;\n"
+        "                       those not in this build are skipped with a note)\n"
+        "  --threads LIST       client threads (default 2,4,8,16)\n"
+        "  --workloads LIST     counter, stack, imbalanced (default all three; stack and\n"
+        "                       imbalanced run at the first interval only)\n"
+        "  --interval-ns LIST   thread-local work between critical sections, in ns\n"
+        "  --interval-cycles LIST  the same in TSC cycles, as the paper gives them\n"
+        "                       (default 100,1000,10000,100000 cycles)\n"
+        "  --duration SEC       length of one run (default 0.3)\n"
+        "  --repeat R           runs per cell; the median is reported (default 3)\n"
+        "  --pin POLICY         compact|spread|none (default compact)\n"
+        "  --json FILE          write every result as JSON\n"
+        "  --inject-fault       thread 0 skips the lock for some sections (verification must fail)\n" BENCH_WAIT_USAGE,
+        srv_default_locks);
 }
 
 static int parse_workloads(const char *s, int *out, int max)
@@ -461,24 +477,38 @@ static int srv_option(int c, const char *arg, void *ctx)
 
 int cmd_bench_server(int argc, char **argv)
 {
-    bench_opts_t o = {.pin = "compact", .threads = {2, 4, 8, 16}, .nthreads = 4, .duration = 0.3,
-                      .repeat = 3};
-    struct srv_opts so = {.W = {WL_COUNTER, WL_STACK, WL_IMBALANCED}, .nW = WL_COUNT,
-                          .I = {SRV_INTERVAL_CYCLES_MIN, 1000, 10000, 100000}, .nI = 4, .cycles = true};
-    static const cli_opt_t opts[] = {
-        BENCH_OPT_LOCKS, BENCH_OPT_THREADS, {"workloads", CLI_VALUE, 0, 'w'},
-        {"interval-ns", CLI_VALUE, 0, 'n'}, {"interval-cycles", CLI_VALUE, 0, 'c'},
-        BENCH_OPT_DURATION, BENCH_OPT_REPEAT, BENCH_OPT_PIN, BENCH_OPT_JSON, BENCH_OPT_FAULT,
-        BENCH_OPT_END};
+    bench_opts_t o = {
+        .pin = "compact", .threads = {2, 4, 8, 16}, .nthreads = 4, .duration = 0.3, .repeat = 3};
+    struct srv_opts so = {.W = {WL_COUNTER, WL_STACK, WL_IMBALANCED},
+                          .nW = WL_COUNT,
+                          .I = {SRV_INTERVAL_CYCLES_MIN, 1000, 10000, 100000},
+                          .nI = 4,
+                          .cycles = true};
+    static const cli_opt_t opts[] = {BENCH_OPT_LOCKS,
+                                     BENCH_OPT_THREADS,
+                                     {"workloads", CLI_VALUE, 0, 'w'},
+                                     {"interval-ns", CLI_VALUE, 0, 'n'},
+                                     {"interval-cycles", CLI_VALUE, 0, 'c'},
+                                     BENCH_OPT_DURATION,
+                                     BENCH_OPT_REPEAT,
+                                     BENCH_OPT_PIN,
+                                     BENCH_OPT_JSON,
+                                     BENCH_OPT_FAULT,
+                                     BENCH_OPT_END};
     const int prc = bench_getopt("server", argc, argv, opts, &o, srv_option, &so, usage);
     if (prc >= 0)
         return prc;
     const int *threads = o.threads, nthreads = o.nthreads, repeat = o.repeat;
     const int *W = so.W, nW = so.nW, *I = so.I, nI = so.nI;
     const bool cycles = so.cycles, fault = o.fault;
-    const bench_cmd_t cmd = {.name = "server", .locks = o.locks, .default_locks = srv_default_locks,
-                             .threads = threads, .nthreads = nthreads, .duration_s = o.duration,
-                             .repeat = repeat, .pin = o.pin};
+    const bench_cmd_t cmd = {.name = "server",
+                             .locks = o.locks,
+                             .default_locks = srv_default_locks,
+                             .threads = threads,
+                             .nthreads = nthreads,
+                             .duration_s = o.duration,
+                             .repeat = repeat,
+                             .pin = o.pin};
     bench_setup_t b;
     int rc = bench_cmd_setup(&cmd, &b);
     if (rc != 0)
@@ -492,7 +522,7 @@ int cmd_bench_server(int argc, char **argv)
 
     const size_t maxrecs = (size_t)nW * (size_t)nI * (size_t)nthreads * (size_t)nspecs;
     bench_record_t *recs = calloc(maxrecs, sizeof *recs);
-    char (*more)[320] = calloc(maxrecs, sizeof *more);
+    char(*more)[320] = calloc(maxrecs, sizeof *more);
     bench_result_t *runs = calloc((size_t)nspecs * (size_t)repeat, sizeof *runs);
     int nrecs = 0, failed = 0;
 
@@ -510,7 +540,8 @@ int cmd_bench_server(int argc, char **argv)
                 cfg.threads = threads[it];
                 char label[64];
                 snprintf(label, sizeof label, "server %s I=%.0f ns", wl_names[W[iw]], interval_ns);
-                bench_cell_run(&srv_workload, &sp, "server", b.specs, nspecs, &cfg, repeat, runs, cell, label);
+                bench_cell_run(&srv_workload, &sp, "server", b.specs, nspecs, &cfg, repeat, runs, cell,
+                               label);
                 for (int k = 0; k < nspecs; k++) {
                     bench_record_t *rec = &cell[k];
                     const bench_result_t *m = &rec->median;
@@ -533,7 +564,8 @@ int cmd_bench_server(int argc, char **argv)
                         for (int r = 0; r < BATON_ROLES && w > 0 && (size_t)w < sizeof more[0]; r++)
                             w += snprintf(j + w, sizeof more[0] - (size_t)w,
                                           "%s\"%s\": {\"sent_per_op\": %.4f, \"received_per_op\": %.4f}",
-                                          r ? ", " : "", roles[r], m->extra[EX_SENT + r], m->extra[EX_RECV + r]);
+                                          r ? ", " : "", roles[r], m->extra[EX_SENT + r],
+                                          m->extra[EX_RECV + r]);
                         if (w > 0 && (size_t)w < sizeof more[0])
                             snprintf(j + w, sizeof more[0] - (size_t)w, "}}");
                     }
@@ -552,8 +584,9 @@ int cmd_bench_server(int argc, char **argv)
         }
 
     char extra[160];
-    snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"tsc_ghz\": %.4f, \"pin\": \"%s\", \"repeat\": %d",
-             b.unit_ns, ghz, o.pin, repeat);
+    snprintf(extra, sizeof extra,
+             "\"local_unit_ns\": %.4f, \"tsc_ghz\": %.4f, \"pin\": \"%s\", \"repeat\": %d", b.unit_ns, ghz,
+             o.pin, repeat);
     rc = bench_cmd_finish(&b, o.json, extra, recs, nrecs, failed);
     free(runs);
     free(more);

@@ -78,17 +78,11 @@ static int intvec_push(intvec_t *a, int x)
     return 0;
 }
 
-static int push_cpu(int cpu, void *ctx)
-{
-    return intvec_push(ctx, cpu);
-}
+static int push_cpu(int cpu, void *ctx) { return intvec_push(ctx, cpu); }
 
 /* Parse the kernel's cpulist format ("0-3,8-11,16") into a list of numbers.
  * Returns 0, or -1 on a malformed list or out of memory. */
-static int parse_cpulist(const char *s, intvec_t *out)
-{
-    return baton_cpulist_parse(s, push_cpu, out);
-}
+static int parse_cpulist(const char *s, intvec_t *out) { return baton_cpulist_parse(s, push_cpu, out); }
 
 static int read_cpulist(const char *path, intvec_t *out)
 {

@@ -20,14 +20,14 @@ typedef struct topo_cpu {
 } topo_cpu_t;
 
 typedef struct topo {
-    int ncpus;          /* online CPUs, entries in cpu[] */
+    int ncpus; /* online CPUs, entries in cpu[] */
     topo_cpu_t *cpu;
-    int ncores;         /* distinct (package, core) pairs */
+    int ncores; /* distinct (package, core) pairs */
     int npackages;
     int nnodes;
-    int smt_per_core;   /* largest number of hardware threads on one core */
-    int cacheline;      /* L1d coherency line size in bytes */
-    char model[128];    /* "model name" from /proc/cpuinfo */
+    int smt_per_core; /* largest number of hardware threads on one core */
+    int cacheline;    /* L1d coherency line size in bytes */
+    char model[128];  /* "model name" from /proc/cpuinfo */
 } topo_t;
 
 enum { TOPO_PIN_NONE = 0, TOPO_PIN_COMPACT = 1, TOPO_PIN_SPREAD = 2 };

@@ -18,14 +18,70 @@
 static long counter; /* incremented inside every critical section */
 
 /* One loop per typed API: the compiler inlines each kind's fast path. */
-static void loop_tas(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_tas_lock(l); counter++; baton_tas_unlock(l); } }
-static void loop_ttas(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_ttas_lock(l); counter++; baton_ttas_unlock(l); } }
-static void loop_ticket(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_ticket_lock(l); counter++; baton_ticket_unlock(l); } }
-static void loop_mcs(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_mcs_lock(l); counter++; baton_mcs_unlock(l); } }
-static void loop_clh(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_clh_lock(l); counter++; baton_clh_unlock(l); } }
-static void loop_one(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_onespinner_lock(l); counter++; baton_onespinner_unlock(l); } }
-static void loop_relay(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_relay_lock(l); counter++; baton_relay_unlock(l); } }
-static void loop_runner(void *l, uint64_t n) { for (uint64_t i = 0; i < n; i++) { baton_runner_lock(l); counter++; baton_runner_unlock(l); } }
+static void loop_tas(void *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_tas_lock(l);
+        counter++;
+        baton_tas_unlock(l);
+    }
+}
+static void loop_ttas(void *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_ttas_lock(l);
+        counter++;
+        baton_ttas_unlock(l);
+    }
+}
+static void loop_ticket(void *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_ticket_lock(l);
+        counter++;
+        baton_ticket_unlock(l);
+    }
+}
+static void loop_mcs(void *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_mcs_lock(l);
+        counter++;
+        baton_mcs_unlock(l);
+    }
+}
+static void loop_clh(void *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_clh_lock(l);
+        counter++;
+        baton_clh_unlock(l);
+    }
+}
+static void loop_one(void *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_onespinner_lock(l);
+        counter++;
+        baton_onespinner_unlock(l);
+    }
+}
+static void loop_relay(void *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_relay_lock(l);
+        counter++;
+        baton_relay_unlock(l);
+    }
+}
+static void loop_runner(void *l, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        baton_runner_lock(l);
+        counter++;
+        baton_runner_unlock(l);
+    }
+}
 
 static int init_tas(void *l) { return baton_tas_init(l, NULL); }
 static int init_ttas(void *l) { return baton_ttas_init(l, NULL); }
@@ -41,10 +97,10 @@ static const struct typed_kind {
     int (*init)(void *);
     void (*loop)(void *, uint64_t);
 } typed[] = {
-    {"tas", init_tas, loop_tas},       {"ttas", init_ttas, loop_ttas},
+    {"tas", init_tas, loop_tas},          {"ttas", init_ttas, loop_ttas},
     {"ticket", init_ticket, loop_ticket}, {"mcs", init_mcs, loop_mcs},
-    {"clh", init_clh, loop_clh},       {"onespinner", init_one, loop_one},
-    {"relay", init_relay, loop_relay}, {"runner", init_runner, loop_runner},
+    {"clh", init_clh, loop_clh},          {"onespinner", init_one, loop_one},
+    {"relay", init_relay, loop_relay},    {"runner", init_runner, loop_runner},
 };
 
 static void loop_dynamic(void *l, uint64_t n)
@@ -79,8 +135,7 @@ static int cmp_d(const void *a, const void *b)
 
 /* Run loop(arg, n) `repeat` times; the median, in ns per lock+unlock pair.
  * *expected counts the critical sections, to check the counter at the end. */
-static double time_loop(void (*loop)(void *, uint64_t), void *arg, uint64_t n, int repeat,
-                        long *expected)
+static double time_loop(void (*loop)(void *, uint64_t), void *arg, uint64_t n, int repeat, long *expected)
 {
     double t[32];
     for (int r = 0; r < repeat; r++) {
@@ -118,8 +173,8 @@ int cmd_bench_uncontended(int argc, char **argv)
     long iters = 10000000;
     int repeat = 3;
     const char *json = NULL;
-    const cli_opt_t opts[] = {{"iters", CLI_VALUE, 0, 'n'}, {"repeat", CLI_VALUE, 0, 'r'},
-                              {"json", CLI_VALUE, 0, 'j', &json}, {0}};
+    const cli_opt_t opts[] = {
+        {"iters", CLI_VALUE, 0, 'n'}, {"repeat", CLI_VALUE, 0, 'r'}, {"json", CLI_VALUE, 0, 'j', &json}, {0}};
     struct unc_opts uo = {&iters, &repeat};
     const int prc = cli_getopt("baton bench uncontended", argc, argv, opts, CLI_NO_OPERANDS, unc_option, &uo,
                                usage, NULL);
@@ -161,8 +216,10 @@ int cmd_bench_uncontended(int argc, char **argv)
         double dy = time_loop(loop_dynamic, l, n, repeat, &expected);
         printf("%-24s %10.2f %10.2f %12.2f\n", baton_lock_spec(l), ty, dy, dy - ty);
         if (jf) {
-            fprintf(jf, "%s\n    {\"bench\": \"uncontended\", \"lock\": \"%s\", \"typed_ns\": %.3f, "
-                        "\"dynamic_ns\": %.3f}", first ? "" : ",", baton_lock_spec(l), ty, dy);
+            fprintf(jf,
+                    "%s\n    {\"bench\": \"uncontended\", \"lock\": \"%s\", \"typed_ns\": %.3f, "
+                    "\"dynamic_ns\": %.3f}",
+                    first ? "" : ",", baton_lock_spec(l), ty, dy);
             first = 0;
         }
         baton_lock_free(l);

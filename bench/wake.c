@@ -55,9 +55,9 @@
 struct wake_params {
     baton_wait_kind policy;
     uint64_t delay_ns;
-    int samples; /* counted ones; one more is run first, and dropped */
-    int busy;    /* busy-loop threads (oversubscribed), else 0 */
-    uint64_t box_ns; /* no sample starts after this long */
+    int samples;          /* counted ones; one more is run first, and dropped */
+    int busy;             /* busy-loop threads (oversubscribed), else 0 */
+    uint64_t box_ns;      /* no sample starts after this long */
     bool signaller_alone; /* the signaller has a CPU to itself */
 };
 
@@ -129,8 +129,7 @@ static void *wake_setup(const void *params, bench_lock_t *lock, int threads, cha
      * has a CPU of its own (so it sees it at once, and the delay is exact),
      * else with spinpark, so as not to take the waiter's CPU. */
     if (rc == 0)
-        rc = baton_wait_init(&s->handshake,
-                             p->signaller_alone ? BATON_WAIT_SPIN : BATON_WAIT_SPINPARK);
+        rc = baton_wait_init(&s->handshake, p->signaller_alone ? BATON_WAIT_SPIN : BATON_WAIT_SPINPARK);
     if (rc != 0) {
         snprintf(err, errlen, "wait policy %s: %s", baton_wait_name(p->policy), strerror(rc));
         wake_teardown(s);
@@ -277,14 +276,12 @@ static int wake_verify(void *state, const uint64_t *ops, int threads, bench_resu
     for (int k = 0; k < s->ran; k++) {
         if (s->seen[k] != (uint32_t)k + 1) {
             snprintf(r->message, sizeof r->message,
-                     "sample %d: the wait returned %" PRIu32 ", not the stored %d", k, s->seen[k],
-                     k + 1);
+                     "sample %d: the wait returned %" PRIu32 ", not the stored %d", k, s->seen[k], k + 1);
             return 1;
         }
         if (s->woke[k] < s->sig[k]) {
             snprintf(r->message, sizeof r->message,
-                     "sample %d: the waiter ran %" PRIu64 " ns before the signal", k,
-                     s->sig[k] - s->woke[k]);
+                     "sample %d: the waiter ran %" PRIu64 " ns before the signal", k, s->sig[k] - s->woke[k]);
             return 1;
         }
     }
@@ -316,10 +313,7 @@ typedef struct wake_rec {
     double cost_us, bound_us; /* bound < 0: spin or park did not run */
 } wake_rec_t;
 
-static bool wrec_ok(const wake_rec_t *x)
-{
-    return x->r.status == BENCH_OK && x->r.ops > 0;
-}
+static bool wrec_ok(const wake_rec_t *x) { return x->r.status == BENCH_OK && x->r.ops > 0; }
 
 static const char *wrec_status(const wake_rec_t *x)
 {
@@ -416,8 +410,9 @@ static void print_target(const wake_rec_t *recs, int n, bool over, baton_wait_ki
 
 static void json_wake(FILE *f, const wake_rec_t *x)
 {
-    fprintf(f, "  {\"bench\": \"wake\", \"policy\": \"%s\", \"delay_ns\": %" PRIu64
-               ", \"oversubscribed\": %s, \"busy_threads\": %d, \"samples\": %" PRIu64,
+    fprintf(f,
+            "  {\"bench\": \"wake\", \"policy\": \"%s\", \"delay_ns\": %" PRIu64
+            ", \"oversubscribed\": %s, \"busy_threads\": %d, \"samples\": %" PRIu64,
             baton_wait_name(x->policy), x->delay_ns, x->over ? "true" : "false", x->busy, x->r.ops);
     if (wrec_ok(x)) {
         fprintf(f,
@@ -514,12 +509,17 @@ static int wake_option(int c, const char *arg, void *ctx)
 int cmd_bench_wake(int argc, char **argv)
 {
     bench_opts_t o = {0};
-    struct wake_opts wo = {.delays = {1000, 10000, 100000, 1000000, 10000000}, .ndelays = 5,
-                           .samples = 100, .run_off = true, .run_on = true};
-    static const cli_opt_t opts[] = {
-        {"policies", CLI_VALUE, 0, 'P'}, {"delays", CLI_VALUE, 0, 'D'},
-        {"samples", CLI_VALUE, 0, 's'}, {"oversubscribed", CLI_VALUE, 0, 'o'},
-        BENCH_OPT_JSON, BENCH_OPT_END};
+    struct wake_opts wo = {.delays = {1000, 10000, 100000, 1000000, 10000000},
+                           .ndelays = 5,
+                           .samples = 100,
+                           .run_off = true,
+                           .run_on = true};
+    static const cli_opt_t opts[] = {{"policies", CLI_VALUE, 0, 'P'},
+                                     {"delays", CLI_VALUE, 0, 'D'},
+                                     {"samples", CLI_VALUE, 0, 's'},
+                                     {"oversubscribed", CLI_VALUE, 0, 'o'},
+                                     BENCH_OPT_JSON,
+                                     BENCH_OPT_END};
     const int prc = bench_getopt("wake", argc, argv, opts, &o, wake_option, &wo, usage);
     if (prc >= 0)
         return prc;
@@ -607,7 +607,7 @@ int cmd_bench_wake(int argc, char **argv)
                  * (a loaded machine, or yield behind a busy thread, can
                  * take a scheduler slice per sample). */
                 double box = 3.0 * (samples + 1) * ((double)delays[id] / 1e9 + 300e-6) + 0.5;
-                struct wake_params wp = {(baton_wait_kind)k, delays[id], samples, over ? cores : 0,
+                struct wake_params wp = {(baton_wait_kind)k,    delays[id], samples, over ? cores : 0,
                                          (uint64_t)(box * 1e9), alone};
                 /* The runner's duration is only how long it sleeps before
                  * joining: the waiter ends the cell itself. */
@@ -643,17 +643,15 @@ int cmd_bench_wake(int argc, char **argv)
         }
         printf("\nwake, %s\n", over ? "oversubscribed (busy-loop threads on every CPU but the signaller's)"
                                     : "not oversubscribed");
-        printf("%-9s %-9s %8s %10s %11s %11s %11s %9s %8s  %s\n", "d", "policy", "samples",
-               "delay med", "latency med", "latency p99", "CPU us med", "cost us", "x bound",
-               "status");
+        printf("%-9s %-9s %8s %10s %11s %11s %11s %9s %8s  %s\n", "d", "policy", "samples", "delay med",
+               "latency med", "latency p99", "CPU us med", "cost us", "x bound", "status");
         for (int i = first; i < nrecs; i++) {
             const wake_rec_t *x = &recs[i];
             char d[32], dm[32] = "-", lm[32] = "-", lp[32] = "-";
             fmt_ns(d, sizeof d, (double)x->delay_ns);
             if (!wrec_ok(x)) {
-                printf("%-9s %-9s %8s %10s %11s %11s %11s %9s %8s  %s: %s\n", d,
-                       baton_wait_name(x->policy), "-", "-", "-", "-", "-", "-", "-", wrec_status(x),
-                       x->r.message);
+                printf("%-9s %-9s %8s %10s %11s %11s %11s %9s %8s  %s: %s\n", d, baton_wait_name(x->policy),
+                       "-", "-", "-", "-", "-", "-", "-", wrec_status(x), x->r.message);
                 continue;
             }
             fmt_ns(dm, sizeof dm, x->r.extra[EXTRA_DELAY_MED]);
@@ -665,8 +663,8 @@ int cmd_bench_wake(int argc, char **argv)
             if ((int)x->r.ops < x->asked)
                 snprintf(note, sizeof note, ", %d of %d samples (time box)", (int)x->r.ops, x->asked);
             printf("%-9s %-9s %8" PRIu64 " %10s %11s %11s %11.2f %9.2f %8s  ok%s\n", d,
-                   baton_wait_name(x->policy), x->r.ops, dm, lm, lp, x->r.extra[EXTRA_CPU] / 1e3,
-                   x->cost_us, ratio, note);
+                   baton_wait_name(x->policy), x->r.ops, dm, lm, lp, x->r.extra[EXTRA_CPU] / 1e3, x->cost_us,
+                   ratio, note);
         }
         if (want[BATON_WAIT_SPINPARK])
             print_target(recs + first, nrecs - first, over, BATON_WAIT_SPINPARK, 2.0, delays, ndelays);

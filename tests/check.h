@@ -9,14 +9,14 @@
 static int failures;
 
 /* CHECK(cond, printf-style message) */
-#define CHECK(cond, ...)                                                            \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            failures++;                                                             \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
-            printf(__VA_ARGS__);                                                    \
-            printf("\n");                                                           \
-        }                                                                           \
+#define CHECK(cond, ...)                                                                                     \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            failures++;                                                                                      \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                           \
+            printf(__VA_ARGS__);                                                                             \
+            printf("\n");                                                                                    \
+        }                                                                                                    \
     } while (0)
 
 #endif

@@ -36,7 +36,7 @@ struct worker {
 
 struct payload {
     uint64_t magic;
-    uint64_t seq;   /* this thread's sequence number on this lock */
+    uint64_t seq; /* this thread's sequence number on this lock */
     guard_t *p;
     struct shared *s;
     uint64_t check;
@@ -105,9 +105,9 @@ static struct timespec short_deadline(uint32_t r, clockid_t *clock)
     clock_gettime(*clock, &t);
     long ns;
     switch ((r >> 1) & 3u) {
-    case 0: ns = -1000; break;                              /* passed */
-    case 1: ns = (long)((r >> 3) & 63u) * 1000L; break;      /* 0-63 us */
-    case 2: ns = (long)((r >> 3) & 1023u) * 1000L; break;    /* 0-1 ms */
+    case 0: ns = -1000; break;                            /* passed */
+    case 1: ns = (long)((r >> 3) & 63u) * 1000L; break;   /* 0-63 us */
+    case 2: ns = (long)((r >> 3) & 1023u) * 1000L; break; /* 0-1 ms */
     default: ns = 5000; break;
     }
     t.tv_nsec += ns;
@@ -127,7 +127,7 @@ static int timed_acquire(struct shared *s, void *lock, uint32_t r, bool read)
 {
     const harness_ops_t *o = s->ops;
     int (*timed)(void *, clockid_t, const struct timespec *) = read ? o->rclocklock : o->clocklock;
-    for (uint32_t x = r | 1u;; ) {
+    for (uint32_t x = r | 1u;;) {
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
@@ -159,7 +159,7 @@ static void timed_self_probe(struct shared *s, void *lock, uint32_t r)
 {
     clockid_t clock;
     struct timespec d = short_deadline(r & ~4u, &clock); /* passed, or under 64 us */
-    d = (r & 8u) ? d : short_deadline(r & ~6u, &clock);   /* mostly passed: cheap */
+    d = (r & 8u) ? d : short_deadline(r & ~6u, &clock);  /* mostly passed: cheap */
     int rc = s->ops->clocklock(lock, clock, &d);
     if (rc == ETIMEDOUT) {
         atomic_fetch_add_explicit(&s->timeouts, 1, memory_order_relaxed);
@@ -175,8 +175,7 @@ static void timed_self_probe(struct shared *s, void *lock, uint32_t r)
 
 /* One operation on `lock`, protecting `p`, by one of six paths (kinds
  * without lock/unlock take execute or delegate). */
-static void one_op(struct shared *s, void *lock, guard_t *p, uint32_t r, int thread,
-                   uint64_t seq)
+static void one_op(struct shared *s, void *lock, guard_t *p, uint32_t r, int thread, uint64_t seq)
 {
     const harness_ops_t *o = s->ops;
     struct payload pl = {MAGIC, seq, p, s, seq ^ MAGIC, thread};
@@ -303,14 +302,13 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-int harness_run(const harness_ops_t *ops, const char *spec, int threads, int millis,
-                harness_result_t *out)
+int harness_run(const harness_ops_t *ops, const char *spec, int threads, int millis, harness_result_t *out)
 {
     return harness_run_ex(ops, spec, threads, millis, true, out);
 }
 
-int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int millis,
-                   bool expect_correct, harness_result_t *out)
+int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int millis, bool expect_correct,
+                   harness_result_t *out)
 {
     memset(out, 0, sizeof *out);
     struct shared *s = aligned_alloc(128, (sizeof *s + 127) / 128 * 128);
@@ -363,12 +361,13 @@ int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int 
         if (guard_last(&s->po, i) != w[i].outer_ops || guard_last(&s->pi, i) != w[i].inner_ops)
             out->count_mismatch = 1;
     out->overlaps = atomic_load_explicit(&s->tally.overlaps, memory_order_relaxed); /* after the joins */
-    out->torn = atomic_load_explicit(&s->tally.torn, memory_order_relaxed); /* after the joins */
+    out->torn = atomic_load_explicit(&s->tally.torn, memory_order_relaxed);         /* after the joins */
     out->bad_payload = s->bad_payload;
     out->bad_errors += s->bad_errors;
-    out->out_of_order = atomic_load_explicit(&s->tally.out_of_order, memory_order_relaxed); /* after the joins */
+    out->out_of_order =
+        atomic_load_explicit(&s->tally.out_of_order, memory_order_relaxed);           /* after the joins */
     out->bad_reads = atomic_load_explicit(&s->tally.bad_reads, memory_order_relaxed); /* after the joins */
-    out->reads = atomic_load_explicit(&s->tally.reads, memory_order_relaxed); /* after the joins */
+    out->reads = atomic_load_explicit(&s->tally.reads, memory_order_relaxed);         /* after the joins */
     out->trylock_busy = s->busy;
     out->timeouts = s->timeouts;
     out->timed_ok = s->timed_ok;

@@ -49,38 +49,37 @@ typedef struct harness_ops {
 } harness_ops_t;
 
 typedef struct harness_result {
-    uint64_t ops;              /* critical sections run */
-    uint64_t overlaps;         /* holder count != 1 inside a critical section */
-    uint64_t torn;             /* a != b seen inside */
-    uint64_t count_mismatch;   /* shared counters != sum of per-thread ops */
-    uint64_t bad_payload;      /* delegate payload altered */
-    uint64_t bad_errors;       /* an operation returned an unexpected error */
-    uint64_t out_of_order;     /* a thread's operations on a lock ran out of its program order */
-    uint64_t bad_reads;        /* a reader saw a writer inside, or its update half done */
-    uint64_t reads;            /* read sections run (informational) */
-    uint64_t trylock_busy;     /* EBUSY results (informational) */
-    uint64_t timeouts;         /* ETIMEDOUT results of timed locks and reads */
-    uint64_t timed_ok;         /* timed locks and reads that got the lock */
-    bool timed_unsupported;    /* the lock answered ENOTSUP to a timed lock */
+    uint64_t ops;            /* critical sections run */
+    uint64_t overlaps;       /* holder count != 1 inside a critical section */
+    uint64_t torn;           /* a != b seen inside */
+    uint64_t count_mismatch; /* shared counters != sum of per-thread ops */
+    uint64_t bad_payload;    /* delegate payload altered */
+    uint64_t bad_errors;     /* an operation returned an unexpected error */
+    uint64_t out_of_order;   /* a thread's operations on a lock ran out of its program order */
+    uint64_t bad_reads;      /* a reader saw a writer inside, or its update half done */
+    uint64_t reads;          /* read sections run (informational) */
+    uint64_t trylock_busy;   /* EBUSY results (informational) */
+    uint64_t timeouts;       /* ETIMEDOUT results of timed locks and reads */
+    uint64_t timed_ok;       /* timed locks and reads that got the lock */
+    bool timed_unsupported;  /* the lock answered ENOTSUP to a timed lock */
     double seconds;
 } harness_result_t;
 
 static inline uint64_t harness_failures(const harness_result_t *r)
 {
-    return r->overlaps + r->torn + r->count_mismatch + r->bad_payload + r->bad_errors +
-           r->out_of_order + r->bad_reads;
+    return r->overlaps + r->torn + r->count_mismatch + r->bad_payload + r->bad_errors + r->out_of_order +
+           r->bad_reads;
 }
 
 /* Run `threads` threads for about `millis` ms (each thread does at least
  * one operation) on two locks created from `spec`. */
-int harness_run(const harness_ops_t *ops, const char *spec, int threads, int millis,
-                harness_result_t *out);
+int harness_run(const harness_ops_t *ops, const char *spec, int threads, int millis, harness_result_t *out);
 
 /* As harness_run; expect_correct=false skips the plain-variable check,
  * which would be a data race under a lock that does not exclude (used to
  * test the harness against a deliberately broken lock). */
-int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int millis,
-                   bool expect_correct, harness_result_t *out);
+int harness_run_ex(const harness_ops_t *ops, const char *spec, int threads, int millis, bool expect_correct,
+                   harness_result_t *out);
 
 /* The dynamic API as harness operations. */
 extern const harness_ops_t harness_baton_ops;

@@ -35,10 +35,22 @@ static void *broken_create(const char *spec)
     (void)spec;
     return calloc(1, sizeof(guard_broken_t));
 }
-static int broken_destroy(void *l) { free(l); return 0; }
-static int broken_lock(void *l) { guard_broken_lock(l); return 0; }
+static int broken_destroy(void *l)
+{
+    free(l);
+    return 0;
+}
+static int broken_lock(void *l)
+{
+    guard_broken_lock(l);
+    return 0;
+}
 static int broken_trylock(void *l) { return guard_broken_trylock(l); }
-static int broken_unlock(void *l) { guard_broken_unlock(l); return 0; }
+static int broken_unlock(void *l)
+{
+    guard_broken_unlock(l);
+    return 0;
+}
 
 static const harness_ops_t broken_ops = {
     .name = "broken",
@@ -61,7 +73,11 @@ static _Thread_local struct {
     int pending;
 } held;
 
-static void *ro_create(const char *spec) { (void)spec; return baton_lock_new("mcs"); }
+static void *ro_create(const char *spec)
+{
+    (void)spec;
+    return baton_lock_new("mcs");
+}
 static int ro_destroy(void *l) { return baton_lock_free(l); }
 static int ro_lock(void *l) { return baton_lock(l); }
 static int ro_trylock(void *l) { return baton_trylock(l); }
@@ -148,14 +164,12 @@ static void print(const char *spec, int threads, const harness_result_t *r)
 {
     printf("%-24s %2d threads %9llu ops %6.0f ms  overlaps=%llu torn=%llu mismatch=%llu "
            "payload=%llu errors=%llu order=%llu badreads=%llu busy=%llu timeouts=%llu/%llu  %s\n",
-           spec, threads, (unsigned long long)r->ops, r->seconds * 1e3,
-           (unsigned long long)r->overlaps, (unsigned long long)r->torn,
-           (unsigned long long)r->count_mismatch, (unsigned long long)r->bad_payload,
-           (unsigned long long)r->bad_errors, (unsigned long long)r->out_of_order,
-           (unsigned long long)r->bad_reads,
+           spec, threads, (unsigned long long)r->ops, r->seconds * 1e3, (unsigned long long)r->overlaps,
+           (unsigned long long)r->torn, (unsigned long long)r->count_mismatch,
+           (unsigned long long)r->bad_payload, (unsigned long long)r->bad_errors,
+           (unsigned long long)r->out_of_order, (unsigned long long)r->bad_reads,
            (unsigned long long)r->trylock_busy, (unsigned long long)r->timeouts,
-           (unsigned long long)(r->timeouts + r->timed_ok),
-           harness_failures(r) ? "FAIL" : "ok");
+           (unsigned long long)(r->timeouts + r->timed_ok), harness_failures(r) ? "FAIL" : "ok");
     fflush(stdout);
 }
 
@@ -208,8 +222,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--broken-timed"))
             broken_timed = true;
         else {
-            fprintf(stderr, "usage: %s [--millis N] [--threads LIST] [--kinds LIST] "
-                            "[--broken | --broken-order | --broken-timed]\n",
+            fprintf(stderr,
+                    "usage: %s [--millis N] [--threads LIST] [--kinds LIST] "
+                    "[--broken | --broken-order | --broken-timed]\n",
                     argv[0]);
             return 2;
         }
@@ -274,8 +289,8 @@ int main(int argc, char **argv)
                 }
             }
         }
-        printf("%s: harness caught the broken lock in %d of %d runs\n",
-               caught == nthreads ? "PASS" : "FAIL", caught, nthreads);
+        printf("%s: harness caught the broken lock in %d of %d runs\n", caught == nthreads ? "PASS" : "FAIL",
+               caught, nthreads);
         return caught == nthreads ? 0 : 1;
     }
 
@@ -334,7 +349,7 @@ int main(int argc, char **argv)
         {"server", "server,hier,chain,groups=2"},
         {"server", "server:park,hier,chain,groups=2,local_bound=2"},
         {"server", "server,server=2"},
-        {"server", "server,keep_us=20"},       /* leases, taken back under contention */
+        {"server", "server,keep_us=20"}, /* leases, taken back under contention */
         {"server", "server:park,chain,keep_us=5"},
         {"elide", "elide(ttas),base"},
         {"elide", "elide(mcs:spinpark),sleep"},

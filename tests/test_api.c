@@ -29,10 +29,10 @@ static struct agent {
     pthread_t tid;
     pthread_mutex_t m;
     pthread_cond_t cv;
-    lock_op op;        /* request; NULL when idle */
+    lock_op op; /* request; NULL when idle */
     baton_lock_t *lock;
     int rc;
-    int done;          /* result ready */
+    int done; /* result ready */
     int quit;
 } agent = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -275,7 +275,8 @@ static void test_delegation(const baton_kind_info_t *k)
     unsigned char big[BATON_ARGS_MAX + 8] = {0};
     baton_future_t bad;
     CHECK(baton_delegate_future(l, add_fn, big, sizeof big, &bad) == EINVAL, "%s", spec);
-    CHECK(baton_future_ready(&bad) && baton_future_wait(&bad) == EINVAL, "%s: refused future not ready", spec);
+    CHECK(baton_future_ready(&bad) && baton_future_wait(&bad) == EINVAL, "%s: refused future not ready",
+          spec);
 
     /* An operation on its own lock from inside its critical section. */
     c.nested_rc = 0;
@@ -384,8 +385,8 @@ static void test_readers(const baton_kind_info_t *k)
 /* After fork the child can use the locks (servers re-created). */
 static void test_fork(void)
 {
-    const char *specs[] = {"qd",      "qd,tenure_us=100", "mrqd", "hqd,groups=2", "rcl",
-                           "fc",      "ccsynch",          "rw(mcs)", "mcs", "relay"};
+    const char *specs[] = {"qd", "qd,tenure_us=100", "mrqd",    "hqd,groups=2", "rcl",
+                           "fc", "ccsynch",          "rw(mcs)", "mcs",          "relay"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         baton_lock_t *l = baton_lock_new(specs[i]);
         CHECK(l != NULL, "%s", specs[i]);
@@ -427,8 +428,8 @@ static void test_many_held(const char *name)
             CHECK(baton_unlock(l[j]) == 0, "%s: unlock %d of %d held", name, j, N);
         }
         for (int i = 0; i < N; i++) {
-            CHECK(on_other_thread(baton_trylock, l[i]) == 0, "%s: lock %d free after scrambled release",
-                  name, i);
+            CHECK(on_other_thread(baton_trylock, l[i]) == 0, "%s: lock %d free after scrambled release", name,
+                  i);
             CHECK(on_other_thread(baton_unlock, l[i]) == 0, "%s", name);
         }
     }
@@ -524,8 +525,8 @@ static void test_registry(void)
         CHECK(i < n, "kind %s missing", required[r]);
         if (i < n) {
             CHECK(list[i].summary && *list[i].summary, "%s", required[r]);
-            CHECK((list[i].caps & (BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE |
-                                   BATON_CAP_DELEGATE)) ==
+            CHECK((list[i].caps &
+                   (BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE)) ==
                       (BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE),
                   "%s caps", required[r]);
         }

@@ -156,8 +156,8 @@ static unsigned run_config(const char *spec, unsigned n, unsigned episodes, int 
     if (verbose || (violations && !broken))
         printf("%s %-40s N=%-2u %5u episodes %9.2f us/episode: %u early, %u stale data, %u errors, "
                "%u episodes without exactly one serial thread\n",
-               violations ? "FAIL" : "ok  ", baton_barrier_spec(r.b), n, episodes, *us, early,
-               bad_data, errors, serial_bad);
+               violations ? "FAIL" : "ok  ", baton_barrier_spec(r.b), n, episodes, *us, early, bad_data,
+               errors, serial_bad);
     int rc = baton_barrier_free(r.b);
     if (rc != 0)
         printf("FAIL: baton_barrier_free: %d %s\n", rc, baton_last_error());
@@ -241,9 +241,10 @@ static void expect_null(const char *spec, unsigned n, int err, const char *needl
         baton_barrier_free(b);
         return;
     }
-    CHECK(e == err, "baton_barrier_new(\"%s\", %u): errno %d, expected %d", spec ? spec : "(null)", n, e, err);
-    CHECK(strstr(baton_last_error(), needle) != NULL, "\"%s\": message '%s' lacks '%s'", spec ? spec : "(null)",
-          baton_last_error(), needle);
+    CHECK(e == err, "baton_barrier_new(\"%s\", %u): errno %d, expected %d", spec ? spec : "(null)", n, e,
+          err);
+    CHECK(strstr(baton_last_error(), needle) != NULL, "\"%s\": message '%s' lacks '%s'",
+          spec ? spec : "(null)", baton_last_error(), needle);
 }
 
 static void test_bad_input(void)
@@ -251,7 +252,8 @@ static void test_bad_input(void)
     expect_null("central", 0, EINVAL, "at least one thread");
     expect_null(NULL, 0, EINVAL, "at least one thread");
     expect_null("nosuch", 2, EINVAL, "valid kinds: central, twolevel, dissemination, tournament");
-    expect_null("central:nosuch", 2, EINVAL, "valid policies: spin, backoff, yield, park, spinpark, monitor, auto");
+    expect_null("central:nosuch", 2, EINVAL,
+                "valid policies: spin, backoff, yield, park, spinpark, monitor, auto");
     expect_null("central,nosuch=1", 2, EINVAL, "valid options: yield_us=<0..1000000>");
     expect_null("twolevel,groups=5000", 2, EINVAL, "out-of-range option 'groups=5000'");
     expect_null("central,check=1", 2, EINVAL, "unknown option 'check=1'");
@@ -414,8 +416,8 @@ static void test_place_retry(const char *spec)
     (void)baton_barrier_wait(t.b); /* main and the outsider */
     pthread_join(o, NULL);
     int rc = atomic_load(&t.second_rc);
-    CHECK(rc == 0 || rc == BATON_BARRIER_SERIAL_THREAD, "%s: outsider's wait after a place was freed: %d (%s)",
-          spec, rc, baton_last_error());
+    CHECK(rc == 0 || rc == BATON_BARRIER_SERIAL_THREAD,
+          "%s: outsider's wait after a place was freed: %d (%s)", spec, rc, baton_last_error());
     CHECK(baton_barrier_free(t.b) == 0, "%s: free: %s", spec, baton_last_error());
 }
 
@@ -435,7 +437,8 @@ static void test_busy(const char *spec)
     sleep_ms(20); /* it is inside its wait by now */
     errno = 0;
     CHECK(baton_barrier_free(b) == EBUSY, "%s: free with a thread waiting did not give EBUSY", spec);
-    CHECK(strstr(baton_last_error(), "still inside") != NULL, "%s: EBUSY message '%s'", spec, baton_last_error());
+    CHECK(strstr(baton_last_error(), "still inside") != NULL, "%s: EBUSY message '%s'", spec,
+          baton_last_error());
     (void)baton_barrier_wait(b); /* complete the episode */
     pthread_join(t, NULL);
     CHECK(baton_barrier_free(b) == 0, "%s: free after the episode: %s", spec, baton_last_error());

@@ -13,7 +13,8 @@ static void expect(const char *arg, const char *const *want, int nwant)
     int n = bench_expand_locks(arg, specs, 16, err, sizeof err);
     CHECK(n == nwant, "'%s': %d specs, expected %d (%s)", arg, n, nwant, err);
     for (int i = 0; i < n && i < nwant; i++)
-        CHECK(strcmp(specs[i], want[i]) == 0, "'%s': spec %d is '%s', expected '%s'", arg, i, specs[i], want[i]);
+        CHECK(strcmp(specs[i], want[i]) == 0, "'%s': spec %d is '%s', expected '%s'", arg, i, specs[i],
+              want[i]);
 }
 
 int main(void)

@@ -39,14 +39,14 @@
 
 typedef struct shared {
     baton_lock_t *lock;
-    baton_lock_t *other;       /* for nested operations (NULL: none) */
-    uint64_t counter;          /* plain: only the operations touch it */
-    uint64_t a, b;             /* a == b outside operations */
-    uint64_t torn;             /* a != b seen inside (plain, under the lock) */
+    baton_lock_t *other; /* for nested operations (NULL: none) */
+    uint64_t counter;    /* plain: only the operations touch it */
+    uint64_t a, b;       /* a == b outside operations */
+    uint64_t torn;       /* a != b seen inside (plain, under the lock) */
     uint64_t bad_payload;
-    uint64_t aliased;          /* delegate ran on the caller's buffer, not a copy */
-    uint64_t nested;           /* operations run on `other` from inside */
-    uint64_t foreign;          /* operations run by a thread other than their caller */
+    uint64_t aliased; /* delegate ran on the caller's buffer, not a copy */
+    uint64_t nested;  /* operations run on `other` from inside */
+    uint64_t foreign; /* operations run by a thread other than their caller */
     _Atomic int holders;
     _Atomic uint64_t overlaps; /* holder count != 1 inside */
 } shared_t;
@@ -86,10 +86,10 @@ static void exec_fn(void *p)
 
 typedef struct payload {
     shared_t *s;
-    const void *caller;   /* the caller's buffer: the function must see a copy */
-    pthread_t thread;     /* the calling thread */
+    const void *caller; /* the caller's buffer: the function must see a copy */
+    pthread_t thread;   /* the calling thread */
     uint64_t tid, seq;
-    uint64_t check;       /* tid and seq, scrambled */
+    uint64_t check; /* tid and seq, scrambled */
     unsigned char fill[BATON_ARGS_MAX - 5 * sizeof(uint64_t) - sizeof(pthread_t)];
 } payload_t;
 
@@ -120,10 +120,10 @@ typedef struct worker {
     pthread_t tid;
     shared_t *s;
     int id;
-    int ops;                    /* operations to do (0: until stop) */
+    int ops; /* operations to do (0: until stop) */
     _Atomic int *stop;
-    _Atomic int *go;            /* start gate (NULL: none) */
-    uint64_t done;              /* operations done */
+    _Atomic int *go; /* start gate (NULL: none) */
+    uint64_t done;   /* operations done */
     uint64_t errors;
 } worker_t;
 
@@ -205,10 +205,8 @@ static void check_totals(const char *spec, int threads, shared_t *s, uint64_t op
           (unsigned long long)s->a, (unsigned long long)s->b, (unsigned long long)ops);
     CHECK(s->torn == 0, "%s/%d: invariant torn %llu times", spec, threads, (unsigned long long)s->torn);
     uint64_t overlaps = atomic_load_explicit(&s->overlaps, memory_order_relaxed);
-    CHECK(overlaps == 0, "%s/%d: %llu overlapping operations", spec, threads,
-          (unsigned long long)overlaps);
-    CHECK(s->bad_payload == 0, "%s/%d: %llu bad payloads", spec, threads,
-          (unsigned long long)s->bad_payload);
+    CHECK(overlaps == 0, "%s/%d: %llu overlapping operations", spec, threads, (unsigned long long)overlaps);
+    CHECK(s->bad_payload == 0, "%s/%d: %llu bad payloads", spec, threads, (unsigned long long)s->bad_payload);
     CHECK(s->aliased == 0, "%s/%d: delegate ran %llu times on the caller's buffer", spec, threads,
           (unsigned long long)s->aliased);
     baton_stats_t st;
@@ -267,8 +265,9 @@ static uint64_t run_threads(const char *spec, int threads, int millis, bool nest
         CHECK(baton_lock_free(s.other) == 0, "%s: free", spec);
     }
     printf("  %-34s %2d threads: %7llu ops in %.3f s, %7llu sessions, %6llu run by another "
-           "thread\n", spec, threads, (unsigned long long)ops, dt,
-           (unsigned long long)st.help_sessions, (unsigned long long)s.foreign);
+           "thread\n",
+           spec, threads, (unsigned long long)ops, dt, (unsigned long long)st.help_sessions,
+           (unsigned long long)s.foreign);
     CHECK(baton_lock_free(s.lock) == 0, "%s: free", spec);
     free(w);
     return s.foreign;
@@ -357,8 +356,7 @@ static void test_churn(const char *spec, bool measure)
     if (measure) {
         /* One record per short-lived thread would be 64 * 128 bytes at
          * least (fc: a record; ccsynch: a record and a node). */
-        CHECK(grew < 64 * 128 / 2, "%s: heap grew by %ld bytes over 64 short-lived threads", spec,
-              grew);
+        CHECK(grew < 64 * 128 / 2, "%s: heap grew by %ld bytes over 64 short-lived threads", spec, grew);
         printf("  %-34s churn: heap grew %ld bytes over 64 threads (%llu ops)\n", spec, grew,
                (unsigned long long)ops);
     }
@@ -417,8 +415,8 @@ static void test_semantics(void)
               (BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE),
           "fc caps %#x", fc->caps);
     CHECK(!(fc->caps & BATON_CAP_DETACH), "fc has no detached mode");
-    CHECK(!(cc->caps & (BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_DETACH)),
-          "ccsynch caps %#x", cc->caps);
+    CHECK(!(cc->caps & (BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_DETACH)), "ccsynch caps %#x",
+          cc->caps);
     CHECK((cc->caps & (BATON_CAP_FIFO | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE)) ==
               (BATON_CAP_FIFO | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE),
           "ccsynch caps %#x", cc->caps);
@@ -426,8 +424,8 @@ static void test_semantics(void)
               strstr(fc->options, "rep_threshold=<1..1048576, default 1>") != NULL &&
               strstr(fc->options, "help_limit=<1..16777216, default 4096>") != NULL,
           "fc options '%s'", fc->options);
-    CHECK(strstr(cc->options, "help_limit=<1..16777216, default 4096>") != NULL,
-          "ccsynch options '%s'", cc->options);
+    CHECK(strstr(cc->options, "help_limit=<1..16777216, default 4096>") != NULL, "ccsynch options '%s'",
+          cc->options);
 
     /* fc: lock/trylock/unlock take the combiner lock; an execute waits. */
     baton_lock_t *l = baton_lock_new("fc:spinpark");
@@ -504,8 +502,7 @@ int main(int argc, char **argv)
         run_threads(spec, 16, millis, false);
         /* Combining must have happened somewhere: with 16 threads on few
          * CPUs, waiters are preempted after publishing and served. */
-        CHECK(foreign > 0, "%s: no operation ever ran on a combiner other than its caller",
-              kinds[k]);
+        CHECK(foreign > 0, "%s: no operation ever ran on a combiner other than its caller", kinds[k]);
     }
     run_threads("fc:spin,num_rep=1,rep_threshold=1", 4, millis, false);
     run_threads("fc:spinpark,rep_threshold=1048576", 4, millis, false);

@@ -78,7 +78,11 @@ typedef struct broken_cv {
 } broken_cv_t;
 
 static void *k_create(void) { return calloc(1, sizeof(broken_cv_t)); }
-static int k_destroy(void *c) { free(c); return 0; }
+static int k_destroy(void *c)
+{
+    free(c);
+    return 0;
+}
 static int k_clockwait(void *c, baton_lock_t *l, clockid_t k, const struct timespec *t)
 {
     broken_cv_t *b = c;
@@ -98,7 +102,11 @@ static int k_clockwait(void *c, baton_lock_t *l, clockid_t k, const struct times
     baton_lock(l);
     return rc;
 }
-static int k_signal(void *c) { atomic_fetch_add(&((broken_cv_t *)c)->seq, 1u); return 0; }
+static int k_signal(void *c)
+{
+    atomic_fetch_add(&((broken_cv_t *)c)->seq, 1u);
+    return 0;
+}
 static const cv_ops_t broken_cv = {k_create, k_destroy, k_clockwait, k_signal};
 
 /* --- lost wake-ups: a semaphore ------------------------------------------------ */
@@ -112,8 +120,8 @@ struct sem {
     const cv_ops_t *ops;
     baton_lock_t *lock;
     void *cond;
-    long count;            /* under lock */
-    long consumed;         /* under lock */
+    long count;    /* under lock */
+    long consumed; /* under lock */
     long to_consume;
     _Atomic long watchdogs; /* waits that reached the watchdog */
     _Atomic long errors;
@@ -169,7 +177,9 @@ static void *consumer(void *arg)
 static int semaphore(const cv_ops_t *ops, const char *spec)
 {
     int before = failures;
-    struct sem s = {.ops = ops, .lock = baton_lock_new(spec), .cond = ops->create(),
+    struct sem s = {.ops = ops,
+                    .lock = baton_lock_new(spec),
+                    .cond = ops->create(),
                     .to_consume = (long)PRODUCERS * POSTS};
     CHECK(s.lock != NULL && s.cond != NULL, "%s: create: %s", spec, baton_last_error());
     pthread_t p[PRODUCERS], c[CONSUMERS];
@@ -447,7 +457,8 @@ static void errors(void)
     for (size_t i = 0; i < 2; i++) {
         baton_lock_t *l = baton_lock_new(nolock[i]);
         CHECK(baton_cond_wait(c, l) == ENOTSUP, "%s: ENOTSUP", nolock[i]);
-        CHECK(strstr(baton_last_error(), "execute") != NULL, "%s: a message: %s", nolock[i], baton_last_error());
+        CHECK(strstr(baton_last_error(), "execute") != NULL, "%s: a message: %s", nolock[i],
+              baton_last_error());
         baton_lock_free(l);
     }
     /* Inside an operation execute runs (which may run on a helper). */
@@ -552,9 +563,16 @@ int main(int argc, char **argv)
         return caught ? 0 : 1;
     }
     static const char *const specs[] = {
-        "runner", "runner:park", "mcs:park", "clh:spinpark", "ticket:park", "tas:spinpark", "relay", "onespinner:park",
-        "pthread", "qd", "qd,tenure_us=50", "mrqd", "hqd,groups=2", "fc", "server", "server,chain",
-        "rw(runner)", "elide(runner)", "runner,check=1",
+        "runner",          "runner:park",
+        "mcs:park",        "clh:spinpark",
+        "ticket:park",     "tas:spinpark",
+        "relay",           "onespinner:park",
+        "pthread",         "qd",
+        "qd,tenure_us=50", "mrqd",
+        "hqd,groups=2",    "fc",
+        "server",          "server,chain",
+        "rw(runner)",      "elide(runner)",
+        "runner,check=1",
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         struct timespec t0;

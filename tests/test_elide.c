@@ -21,8 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static const char *const inners[] = {"ttas", "relay", "mcs:spinpark", "ticket", "pthread",
-                                     "qd", "mrqd", "rw(relay)", "hqd,groups=2", "fc"};
+static const char *const inners[] = {"ttas", "relay", "mcs:spinpark", "ticket",       "pthread",
+                                     "qd",   "mrqd",  "rw(relay)",    "hqd,groups=2", "fc"};
 #define NINNERS (sizeof inners / sizeof inners[0])
 
 static baton_htm_info_t htm;
@@ -52,10 +52,12 @@ static void expect_bad(const char *spec, const char *needle)
 static void test_specs(void)
 {
     baton_lock_t *l = baton_lock_new("elide(ttas)");
-    CHECK(l && !strncmp(baton_lock_spec(l), "elide(ttas:backoff", 18), "canonical: %s", l ? baton_lock_spec(l) : "-");
+    CHECK(l && !strncmp(baton_lock_spec(l), "elide(ttas:backoff", 18), "canonical: %s",
+          l ? baton_lock_spec(l) : "-");
     baton_lock_free(l);
     l = baton_lock_new("elide(mcs),sleep");
-    CHECK(l && strstr(baton_lock_spec(l), "sleep=1"), "bare switch: %s", l ? baton_lock_spec(l) : baton_last_error());
+    CHECK(l && strstr(baton_lock_spec(l), "sleep=1"), "bare switch: %s",
+          l ? baton_lock_spec(l) : baton_last_error());
     baton_lock_free(l);
     l = baton_lock_new("elide(relay),nretries=3,stats=0");
     CHECK(l != NULL, "nretries: %s", baton_last_error());
@@ -102,8 +104,8 @@ static void test_misuse(void)
         void *other = NULL;
         pthread_create(&t, NULL, hold_then_try, l);
         pthread_join(t, &other);
-        CHECK((intptr_t)other == EBUSY, "elide(%s): trylock by another thread while held gave %d",
-              inners[i], (int)(intptr_t)other);
+        CHECK((intptr_t)other == EBUSY, "elide(%s): trylock by another thread while held gave %d", inners[i],
+              (int)(intptr_t)other);
         CHECK(baton_unlock(l) == 0, "unlock");
         CHECK(baton_lock_free(l) == 0, "free");
     }
@@ -124,7 +126,11 @@ static unsigned adaptive_aborts(unsigned c)
     /* Retries what a retry may cure, up to retries=5; stops at once otherwise. */
     return c == BATON_ABORT_BUSY || c == BATON_ABORT_CONFLICT || c == BATON_ABORT_RETRY ? 5 : 1;
 }
-static unsigned nretries_aborts(unsigned c) { (void)c; return 3; }
+static unsigned nretries_aborts(unsigned c)
+{
+    (void)c;
+    return 3;
+}
 /* base and sleep take the free lock with one trylock after the first
  * abort, unless the abort said "busy" (then they wait and speculate again). */
 static unsigned base_aborts(unsigned c) { return c == BATON_ABORT_BUSY ? 5 : 1; }
@@ -175,8 +181,8 @@ static void test_injected(const char *state)
     baton_stats_t st;
     if (l && baton_lock_stats(l, &st) == 0) {
         CHECK(st.tx_skipped > 0 && st.tx_fallbacks + st.tx_skipped == 1000,
-              "adaptive back-off: %llu fallbacks + %llu skipped != 1000",
-              (unsigned long long)st.tx_fallbacks, (unsigned long long)st.tx_skipped);
+              "adaptive back-off: %llu fallbacks + %llu skipped != 1000", (unsigned long long)st.tx_fallbacks,
+              (unsigned long long)st.tx_skipped);
         CHECK(st.tx_skipped > 900, "failures in a row should back off exponentially: %llu skipped",
               (unsigned long long)st.tx_skipped);
     }
@@ -225,8 +231,8 @@ static void test_off(void)
         baton_stats_t st;
         baton_lock_stats(l, &st);
         CHECK(st.tx_attempts == 0 && st.tx_fallbacks == 0 && st.tx_skipped == 0,
-              "elide(%s) without RTM must be exactly its inner kind: %llu attempts",
-              inners[i], (unsigned long long)st.tx_attempts);
+              "elide(%s) without RTM must be exactly its inner kind: %llu attempts", inners[i],
+              (unsigned long long)st.tx_attempts);
         baton_lock_free(l);
     }
 }

@@ -70,7 +70,8 @@ static void try_all(const char *when)
         }
         successes++;
         if (baton_lock_kind(l)->caps & BATON_CAP_LOCK) {
-            CHECK(baton_lock(l) == 0 && baton_unlock(l) == 0, "%s: a '%s' lock does not lock", when, specs[i]);
+            CHECK(baton_lock(l) == 0 && baton_unlock(l) == 0, "%s: a '%s' lock does not lock", when,
+                  specs[i]);
         }
         baton_lock_free(l);
     }
@@ -79,8 +80,9 @@ static void try_all(const char *when)
         baton_barrier_t *b = baton_barrier_new(barriers[i], 2);
         if (b == NULL) {
             fails_seen++;
-            CHECK(errno == ENOMEM, "%s: baton_barrier_new(\"%s\", 2) returned NULL with errno %d (%s), not ENOMEM",
-                  when, barriers[i], errno, strerror(errno));
+            CHECK(errno == ENOMEM,
+                  "%s: baton_barrier_new(\"%s\", 2) returned NULL with errno %d (%s), not ENOMEM", when,
+                  barriers[i], errno, strerror(errno));
             continue;
         }
         successes++;
@@ -138,9 +140,10 @@ int main(void)
     fails_seen = 0;
     try_all("with the heap back");
     CHECK(fails_seen == 0, "with the heap back, %d calls still failed", fails_seen);
-    printf("exhaust: %d specs and %zu barrier kinds: every failure was ENOMEM; %d locks or barriers made on the "
-           "way back (%d steps)\n",
-           nspecs, sizeof barriers / sizeof barriers[0], successes, steps);
+    printf(
+        "exhaust: %d specs and %zu barrier kinds: every failure was ENOMEM; %d locks or barriers made on the "
+        "way back (%d steps)\n",
+        nspecs, sizeof barriers / sizeof barriers[0], successes, steps);
     if (failures)
         printf("exhaust: %d check(s) failed\n", failures);
     return failures ? 1 : 0;

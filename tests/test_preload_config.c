@@ -36,8 +36,8 @@ static void expect_spec(const char *value, unsigned need, const char *want, cons
         return;
     baton_lockspec_inner(&s, &inner);
     (void)baton_lockspec_print(&inner, itext, sizeof itext);
-    CHECK(c.opts.inner >= c.spec && c.opts.inner < c.spec + sizeof c.spec && c.opts.inner_len == strlen(itext) &&
-              strncmp(c.opts.inner, itext, c.opts.inner_len) == 0,
+    CHECK(c.opts.inner >= c.spec && c.opts.inner < c.spec + sizeof c.spec &&
+              c.opts.inner_len == strlen(itext) && strncmp(c.opts.inner, itext, c.opts.inner_len) == 0,
           "'%s': inner '%.*s', expected '%s'", value, (int)c.opts.inner_len, c.opts.inner, itext);
 }
 

@@ -102,8 +102,8 @@ static void *order_main(void *p)
     struct order_thread *t = p;
     for (int i = 1; i <= t->ops; i++) {
         struct order_args a = {t->st, t->thread, (uint64_t)i};
-        int rc = (i % 3 == 0) ? baton_execute(t->l, order_op, &a)
-                              : baton_delegate(t->l, order_op, &a, sizeof a);
+        int rc =
+            (i % 3 == 0) ? baton_execute(t->l, order_op, &a) : baton_delegate(t->l, order_op, &a, sizeof a);
         if (rc != 0)
             t->errors++;
     }
@@ -133,18 +133,18 @@ static void test_order(const char *spec, int nthreads, int ops)
     CHECK(baton_lock_free(l) == 0, "%s: free: %s", spec, baton_last_error());
     double ms = (double)(now_ns() - t0) / 1e6;
     CHECK(errors == 0, "%s, %d threads: %d calls failed", spec, nthreads, errors);
-    CHECK(st.total == (long)nthreads * ops, "%s, %d threads: total %ld, expected %ld", spec,
-          nthreads, st.total, (long)nthreads * ops);
-    CHECK(st.out_of_order == 0, "%s, %d threads: %ld operations out of their thread's order", spec,
-          nthreads, st.out_of_order);
+    CHECK(st.total == (long)nthreads * ops, "%s, %d threads: total %ld, expected %ld", spec, nthreads,
+          st.total, (long)nthreads * ops);
+    CHECK(st.out_of_order == 0, "%s, %d threads: %ld operations out of their thread's order", spec, nthreads,
+          st.out_of_order);
     for (int i = 0; i < nthreads; i++)
         CHECK(st.last[i] == (uint64_t)ops, "%s: thread %d last ran %llu of %d", spec, i,
               (unsigned long long)st.last[i], ops);
     CHECK(s.helped_ops > 0 && s.help_sessions > 0 && s.helped_ops >= s.help_sessions,
           "%s: stats sessions %llu ops %llu", spec, (unsigned long long)s.help_sessions,
           (unsigned long long)s.helped_ops);
-    printf("ok   order %-22s %2d threads x %d ops: %.1f ms, %.2f ops/session\n", spec, nthreads,
-           ops, ms, s.help_sessions ? (double)s.helped_ops / (double)s.help_sessions : 0.0);
+    printf("ok   order %-22s %2d threads x %d ops: %.1f ms, %.2f ops/session\n", spec, nthreads, ops, ms,
+           s.help_sessions ? (double)s.helped_ops / (double)s.help_sessions : 0.0);
 }
 
 /* --- shared servers, inline nesting, EDEADLK ---------------------------------- */
@@ -175,20 +175,17 @@ static void nest_c(void *p)
     n->c_ran++;
 }
 
-static void nest_self(void *p)
-{
-    (void)p;
-}
+static void nest_self(void *p) { (void)p; }
 
 static void nest_a(void *p)
 {
     struct nest *n = p;
     n->a_thread = pthread_self();
     n->cpu_a = sched_getcpu();
-    n->rc_b = baton_execute(n->b, nest_b, n);                      /* same server: inline */
+    n->rc_b = baton_execute(n->b, nest_b, n);                        /* same server: inline */
     n->rc_b_deleg = baton_delegate(n->b, nest_b_args, &n, sizeof n); /* inline too */
-    n->rc_c = baton_execute(n->c, nest_c, n);                      /* server 1: posted */
-    n->rc_self = baton_execute(n->a, nest_self, NULL);             /* itself: EDEADLK */
+    n->rc_c = baton_execute(n->c, nest_c, n);                        /* server 1: posted */
+    n->rc_self = baton_execute(n->a, nest_self, NULL);               /* itself: EDEADLK */
 }
 
 static void test_nesting(void)
@@ -203,12 +200,11 @@ static void test_nesting(void)
     int rc = baton_execute(n.a, nest_a, &n);
     CHECK(rc == 0, "execute on A: %d", rc);
     CHECK(n.rc_b == 0 && n.b_ran == 1, "execute on B inside A: rc %d, ran %d", n.rc_b, n.b_ran);
-    CHECK(n.rc_b_deleg == 0 && n.b_args_ran == 1, "delegate to B inside A: rc %d, ran %d",
-          n.rc_b_deleg, n.b_args_ran);
+    CHECK(n.rc_b_deleg == 0 && n.b_args_ran == 1, "delegate to B inside A: rc %d, ran %d", n.rc_b_deleg,
+          n.b_args_ran);
     CHECK(pthread_equal(n.a_thread, n.b_thread), "B's operation did not run inline on server 0");
     CHECK(!pthread_equal(n.a_thread, pthread_self()), "A's operation ran on the caller, not a server");
-    CHECK(n.rc_c == 0 && n.c_ran == 1, "execute on C (server 1) inside A: rc %d, ran %d", n.rc_c,
-          n.c_ran);
+    CHECK(n.rc_c == 0 && n.c_ran == 1, "execute on C (server 1) inside A: rc %d, ran %d", n.rc_c, n.c_ran);
     CHECK(!pthread_equal(n.c_thread, n.a_thread), "server 1 ran on server 0's thread");
     CHECK(n.rc_self == EDEADLK, "execute on A inside A: %d, expected EDEADLK", n.rc_self);
     if (ncpu > 0)
@@ -218,8 +214,8 @@ static void test_nesting(void)
     baton_lock_stats(n.b, &s);
     CHECK(s.direct_ops >= 2, "inline operations counted: %llu", (unsigned long long)s.direct_ops);
     CHECK(baton_lock(n.a) == ENOTSUP, "baton_lock on rcl should be ENOTSUP");
-    CHECK(baton_lock_free(n.a) == 0 && baton_lock_free(n.b) == 0 && baton_lock_free(n.c) == 0,
-          "free: %s", baton_last_error());
+    CHECK(baton_lock_free(n.a) == 0 && baton_lock_free(n.b) == 0 && baton_lock_free(n.c) == 0, "free: %s",
+          baton_last_error());
     printf("ok   nesting: inline on the shared server, posted across servers, EDEADLK on itself\n");
 }
 
@@ -250,8 +246,7 @@ static void test_futures(const char *spec)
     for (int i = 3; i >= 0; i--) {
         int rc = baton_future_wait(&f[i]);
         CHECK(rc == 0, "%s: future %d status %d", spec, i, rc);
-        CHECK(out[i] == 40 + i, "%s: future %d ready but the operation's result is %d", spec, i,
-              out[i]);
+        CHECK(out[i] == 40 + i, "%s: future %d ready but the operation's result is %d", spec, i, out[i]);
     }
     CHECK(baton_lock_free(l) == 0, "%s: free", spec);
     printf("ok   futures %s\n", spec);
@@ -260,8 +255,8 @@ static void test_futures(const char *spec)
 /* --- freeing after detached operations of exited threads ---------------------- */
 
 struct late {
-    long count;              /* plain: operations only, then main after free */
-    _Atomic long progress;   /* racy view of the same, to report what was left */
+    long count;            /* plain: operations only, then main after free */
+    _Atomic long progress; /* racy view of the same, to report what was left */
 };
 
 static void late_op(void *p)
@@ -299,8 +294,8 @@ static void late_round(baton_lock_t *l, const char *what, int nthreads, int ops)
     CHECK(baton_lock_free(l) == 0, "%s: free: %s", what, baton_last_error());
     CHECK(lt.count == (long)nthreads * ops, "%s: %ld of %ld operations ran", what, lt.count,
           (long)nthreads * ops);
-    printf("ok   free %s: %ld still posted at free, all %ld ran\n", what,
-           (long)nthreads * ops - before, lt.count);
+    printf("ok   free %s: %ld still posted at free, all %ld ran\n", what, (long)nthreads * ops - before,
+           lt.count);
 }
 
 static void test_free_runs_posted(void)
@@ -348,8 +343,7 @@ static void test_idle_parks(void)
     sleep_ns(100000000);
     uint64_t c2 = thread_cpu_ns(w.cpu_clock);
     CHECK(c2 - c1 < 20000000, "idle server used %.1f ms of CPU in 100 ms", (double)(c2 - c1) / 1e6);
-    CHECK(baton_execute(l, whoami_op, &w) == 0 && w.ran == 2, "execute after parking: ran %d",
-          w.ran);
+    CHECK(baton_execute(l, whoami_op, &w) == 0 && w.ran == 2, "execute after parking: ran %d", w.ran);
     CHECK(baton_lock_free(l) == 0, "free");
     printf("ok   idle server parks: %.3f ms of CPU in 100 ms idle\n", (double)(c2 - c1) / 1e6);
 }
@@ -376,10 +370,9 @@ static void test_errors(void)
         baton_lock_t *a = new_lock(spec);
         snprintf(spec, sizeof spec, "rcl,server=6,cpu=%d", cpus[1]);
         baton_lock_t *b = baton_lock_new(spec);
-        CHECK(b == NULL && errno == EINVAL, "%s on a server running on CPU %d: %p errno %d", spec,
-              cpus[0], (void *)b, errno);
-        CHECK(strstr(baton_last_error(), "already runs on CPU") != NULL, "message '%s'",
-              baton_last_error());
+        CHECK(b == NULL && errno == EINVAL, "%s on a server running on CPU %d: %p errno %d", spec, cpus[0],
+              (void *)b, errno);
+        CHECK(strstr(baton_last_error(), "already runs on CPU") != NULL, "message '%s'", baton_last_error());
         printf("ok   error: %s\n", baton_last_error());
         if (b)
             baton_lock_free(b);
@@ -390,15 +383,9 @@ static void test_errors(void)
 
 /* --- fork --------------------------------------------------------------------- */
 
-static void incr(void *p)
-{
-    (*(long *)p)++;
-}
+static void incr(void *p) { (*(long *)p)++; }
 
-static void incr_via(void *p)
-{
-    (**(long **)p)++; /* the argument block holds a pointer */
-}
+static void incr_via(void *p) { (**(long **)p)++; /* the argument block holds a pointer */ }
 
 static void test_fork(void)
 {
@@ -482,10 +469,7 @@ static long ctx_switches(long tid)
     return v;
 }
 
-static void nop(void *p)
-{
-    (void)p;
-}
+static void nop(void *p) { (void)p; }
 
 #define AWAKE_N 5000
 #define PARKED_N 2000
@@ -517,9 +501,8 @@ static void *measure_main(void *p)
     printf("MEASURE execute round trip (client and server on different CPUs): awake server "
            "median %llu ns (p90 %llu), parked server median %llu ns (p90 %llu); server parked "
            "%.2f times per parked-case operation\n",
-           (unsigned long long)awake, (unsigned long long)awake90,
-           (unsigned long long)t[PARKED_N / 2], (unsigned long long)t[PARKED_N * 9 / 10],
-           (double)(sw1 - sw0) / PARKED_N);
+           (unsigned long long)awake, (unsigned long long)awake90, (unsigned long long)t[PARKED_N / 2],
+           (unsigned long long)t[PARKED_N * 9 / 10], (double)(sw1 - sw0) / PARKED_N);
     return NULL;
 }
 

@@ -67,9 +67,8 @@ static baton_stats_t settle(baton_lock_t *l, uint64_t want)
     }
     sleep_ms(5);
     s = stats(l);
-    CHECK(total_sent(&s) == total_received(&s), "%s: %llu sent, %llu received",
-          baton_lock_spec(l), (unsigned long long)total_sent(&s),
-          (unsigned long long)total_received(&s));
+    CHECK(total_sent(&s) == total_received(&s), "%s: %llu sent, %llu received", baton_lock_spec(l),
+          (unsigned long long)total_sent(&s), (unsigned long long)total_received(&s));
     return s;
 }
 
@@ -82,8 +81,7 @@ static void print_counts(const char *what, const baton_stats_t *s)
            (unsigned long long)total_sent(s));
 }
 
-static void expect(const char *what, const baton_stats_t *s, const uint64_t sent[3],
-                   const uint64_t recv[3])
+static void expect(const char *what, const baton_stats_t *s, const uint64_t sent[3], const uint64_t recv[3])
 {
     print_counts(what, s);
     for (int r = 0; r < 3; r++) {
@@ -215,8 +213,7 @@ static void test_waiters(void)
      * release) for all of them. */
     baton_stats_t h = queue_behind("server,hier,groups=1", 3 * (W + 1) + 3, 1 + W);
     {
-        const uint64_t sent[3] = {1, (W + 1) + 2, 2 * (W + 1)},
-                       recv[3] = {2, 2 * (W + 1) + 1, W + 1};
+        const uint64_t sent[3] = {1, (W + 1) + 2, 2 * (W + 1)}, recv[3] = {2, 2 * (W + 1) + 1, W + 1};
         snprintf(what, sizeof what, "server,hier,groups=1, %d waiters", W);
         expect(what, &h, sent, recv);
     }
@@ -278,8 +275,11 @@ static int on_other(int (*fn)(baton_lock_t *), baton_lock_t *l)
     return rc;
 }
 
-static const char *all_specs[] = {"server", "server,chain", "server,hier,groups=2",
-                                  "server,hier,chain,groups=2", "server,keep_us=50",
+static const char *all_specs[] = {"server",
+                                  "server,chain",
+                                  "server,hier,groups=2",
+                                  "server,hier,chain,groups=2",
+                                  "server,keep_us=50",
                                   "server,chain,keep_us=50"};
 
 static void test_trylock_eperm(void)
@@ -342,9 +342,14 @@ static void *hammer_main(void *p)
 
 static void test_many_threads(void)
 {
-    const char *specs[] = {"server",          "server,chain",         "server,hier,groups=2",
-                           "server,hier,chain,groups=2", "server:park,hier,groups=2,local_bound=1",
-                           "server,server=3", "server,keep_us=10", "server:park,chain,keep_us=1"};
+    const char *specs[] = {"server",
+                           "server,chain",
+                           "server,hier,groups=2",
+                           "server,hier,chain,groups=2",
+                           "server:park,hier,groups=2,local_bound=1",
+                           "server,server=3",
+                           "server,keep_us=10",
+                           "server:park,chain,keep_us=1"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         enum { T = 6, ITERS = 2000 };
         struct hammer h = {.l = new_lock(specs[i]), .iters = ITERS};
@@ -353,14 +358,13 @@ static void test_many_threads(void)
             pthread_create(&t[k], NULL, hammer_main, &h);
         for (int k = 0; k < T; k++)
             pthread_join(t[k], NULL);
-        CHECK(h.counter == (long)T * ITERS, "%s: counter %ld, want %d", specs[i], h.counter,
-              T * ITERS);
+        CHECK(h.counter == (long)T * ITERS, "%s: counter %ld, want %d", specs[i], h.counter, T * ITERS);
         baton_stats_t s = settle(h.l, 0);
         /* Every critical section sent its request (but those a lease kept);
          * the rest depends on the interleaving, but no message is lost or
          * double-counted. */
-        CHECK(strstr(specs[i], "keep_us") || s.msg_sent[C] >= (uint64_t)T * ITERS,
-              "%s: %llu client messages", specs[i], (unsigned long long)s.msg_sent[C]);
+        CHECK(strstr(specs[i], "keep_us") || s.msg_sent[C] >= (uint64_t)T * ITERS, "%s: %llu client messages",
+              specs[i], (unsigned long long)s.msg_sent[C]);
         print_counts(specs[i], &s);
         CHECK(baton_lock_free(h.l) == 0, "%s: free", specs[i]);
     }
@@ -492,10 +496,7 @@ struct forkq {
 
 /* Client requests consumed so far (before any release, all the client's
  * messages are requests). */
-static uint64_t requests(baton_lock_t *l)
-{
-    return stats(l).msg_sent[C];
-}
+static uint64_t requests(baton_lock_t *l) { return stats(l).msg_sent[C]; }
 
 static void wait_requests(baton_lock_t *l, uint64_t n)
 {
@@ -531,8 +532,7 @@ static void *tail_waiter(void *p)
 
 static void test_fork(void)
 {
-    const char *specs[] = {"server", "server,chain", "server,hier,groups=1",
-                           "server,hier,chain,groups=1"};
+    const char *specs[] = {"server", "server,chain", "server,hier,groups=1", "server,hier,chain,groups=1"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         /* The plain case: the child locks a lock made and used before. */
         baton_lock_t *l = new_lock(specs[i]);

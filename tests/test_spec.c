@@ -167,7 +167,8 @@ static void every_kind(void)
             continue;
         }
         if (roundtrip(k->name, &x))
-            CHECK(x.depth == 1 && x.node[0].kind == k && !x.node[0].wait_named && x.node[0].check == BATON_DEBUG,
+            CHECK(x.depth == 1 && x.node[0].kind == k && !x.node[0].wait_named &&
+                      x.node[0].check == BATON_DEBUG,
                   "'%s': node", k->name);
         if (k->caps & BATON_CAP_WAIT) {
             for (unsigned w = 0; w <= BATON_WAIT_KINDS; w++) {
@@ -218,7 +219,8 @@ static void canonical_forms(void)
                  "elide(ttas:backoff,check=1),sleep=1,check=1");
     expect_canon("rw(mcs:spinpark),prefer_readers", "rw(mcs:spinpark),prefer_readers=1",
                  "rw(mcs:spinpark,check=1),prefer_readers=1,check=1");
-    expect_canon("rw(relay:park,slice_us=7),readers=4,prefer_readers=0", "rw(relay:park,slice_us=7),readers=4",
+    expect_canon("rw(relay:park,slice_us=7),readers=4,prefer_readers=0",
+                 "rw(relay:park,slice_us=7),readers=4",
                  "rw(relay:park,slice_us=7,check=1),readers=4,check=1");
     expect_canon("elide(rw(default),prefer_readers)", "elide(rw(runner:spinpark),prefer_readers=1)",
                  "elide(rw(runner:spinpark,check=1),prefer_readers=1,check=1),check=1");
@@ -227,7 +229,8 @@ static void canonical_forms(void)
     baton_spec_t a, b, c, d;
     if (roundtrip("default", &a) && roundtrip("", &b) && roundtrip(NULL, &c) && roundtrip("runner:auto", &d))
         CHECK(baton_spec_equal(&a, &b) && baton_spec_equal(&a, &c) && baton_spec_equal(&a, &d) &&
-                  strcmp(a.node[0].kind->name, "runner") == 0 && !a.node[0].wait_named && d.node[0].wait_named,
+                  strcmp(a.node[0].kind->name, "runner") == 0 && !a.node[0].wait_named &&
+                  d.node[0].wait_named,
               "default, \"\", NULL and runner:auto differ");
 }
 
@@ -262,10 +265,13 @@ static void bad_specs(void)
     const baton_kind_t *k;
     for (size_t i = 0; (k = baton_registry_at(i)) != NULL; i++)
         snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", k->name);
-    expect_bad("nosuchlock", EINVAL, "unknown lock kind 'nosuchlock'; valid kinds: ", all, (const char *)NULL);
-    expect_bad("rw(nosuchlock)", EINVAL, "unknown lock kind 'nosuchlock'; valid kinds: ", all, (const char *)NULL);
+    expect_bad("nosuchlock", EINVAL, "unknown lock kind 'nosuchlock'; valid kinds: ", all,
+               (const char *)NULL);
+    expect_bad("rw(nosuchlock)", EINVAL, "unknown lock kind 'nosuchlock'; valid kinds: ", all,
+               (const char *)NULL);
     expect_bad("mcs,bogus=1", EINVAL, "unknown option 'bogus=1'", (const char *)NULL);
-    expect_bad("relay,bogus=1", EINVAL, "valid options: slice_us=<1..1000000>, check=<0|1>", (const char *)NULL);
+    expect_bad("relay,bogus=1", EINVAL, "valid options: slice_us=<1..1000000>, check=<0|1>",
+               (const char *)NULL);
     expect_bad("relay,slice_us=0", EINVAL, "out-of-range option 'slice_us=0'", (const char *)NULL);
     expect_bad("relay,slice_us=abc", EINVAL, "bad option", (const char *)NULL);
     expect_bad("relay,slice_us=99999999999999999999", EINVAL, "bad option", (const char *)NULL);
@@ -371,7 +377,7 @@ int main(int argc, char **argv)
     bad_specs();
     opts();
     descriptors();
-    printf("%zu round trips%s; %d failure%s\n", roundtrips, broken_printer ? " (broken printer)" : "", failures,
-           failures == 1 ? "" : "s");
+    printf("%zu round trips%s; %d failure%s\n", roundtrips, broken_printer ? " (broken printer)" : "",
+           failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }

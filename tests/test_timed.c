@@ -61,7 +61,11 @@ typedef struct broken {
     _Atomic unsigned next, serving;
 } broken_t;
 
-static void *k_create(const char *spec) { (void)spec; return calloc(1, sizeof(broken_t)); }
+static void *k_create(const char *spec)
+{
+    (void)spec;
+    return calloc(1, sizeof(broken_t));
+}
 static int k_destroy(void *l)
 {
     broken_t *b = l;
@@ -84,7 +88,11 @@ static int k_trylock(void *l)
     unsigned s = atomic_load(&b->serving);
     return atomic_compare_exchange_strong(&b->next, &s, s + 1u) ? 0 : EBUSY;
 }
-static int k_unlock(void *l) { atomic_fetch_add(&((broken_t *)l)->serving, 1u); return 0; }
+static int k_unlock(void *l)
+{
+    atomic_fetch_add(&((broken_t *)l)->serving, 1u);
+    return 0;
+}
 static int k_clocklock(void *l, clockid_t c, const struct timespec *t)
 {
     broken_t *b = l;
@@ -139,11 +147,11 @@ typedef struct actor {
     void *lock;
     enum act act;
     clockid_t clock;
-    struct timespec deadline;  /* TIMED */
-    _Atomic int go_unlock;     /* HOLD: unlock when set */
-    _Atomic int holding;       /* HOLD: holds the lock */
+    struct timespec deadline; /* TIMED */
+    _Atomic int go_unlock;    /* HOLD: unlock when set */
+    _Atomic int holding;      /* HOLD: holds the lock */
     int rc;
-    int64_t late_ns;           /* TIMED: return time - deadline */
+    int64_t late_ns; /* TIMED: return time - deadline */
     pthread_t tid;
 } actor_t;
 
@@ -304,8 +312,8 @@ static bool polls(const char *canon)
     if (strncmp(canon, "qd", 2) == 0 && strstr(canon, "tenure_us=") && !strstr(canon, "tenure_us=0"))
         return true;
     for (const char *p = strchr(canon, ':'); p != NULL; p = strchr(p + 1, ':'))
-        if ((strncmp(p, ":spin", 5) == 0 && strncmp(p, ":spinpark", 9) != 0) || strncmp(p, ":backoff", 8) == 0 ||
-            strncmp(p, ":yield", 6) == 0)
+        if ((strncmp(p, ":spin", 5) == 0 && strncmp(p, ":spinpark", 9) != 0) ||
+            strncmp(p, ":backoff", 8) == 0 || strncmp(p, ":yield", 6) == 0)
             return true;
     return false;
 }
@@ -390,20 +398,21 @@ static void test_timeout(const char *spec)
     hold(&h, &baton_ops, l);
     const bool checked = !polls(baton_lock_spec(l));
     int64_t max, base = baseline_round(), median = timeout_round(l, spec, &max);
-    printf("  %-28s time-out late by %6.0f us (median of %d), %6.0f us at most; the kernel's own sleep %6.0f us%s\n",
-           spec, median / 1e3, LATE_TRIES, max / 1e3, base / 1e3, checked ? "" : " (polls: not checked)");
+    printf(
+        "  %-28s time-out late by %6.0f us (median of %d), %6.0f us at most; the kernel's own sleep %6.0f us%s\n",
+        spec, median / 1e3, LATE_TRIES, max / 1e3, base / 1e3, checked ? "" : " (polls: not checked)");
     for (int round = 1; checked && median > LATE_MAX_NS + base && round < LATE_ROUNDS; round++) {
         base = baseline_round();
         median = timeout_round(l, spec, &max);
-        printf("  %-28s again: %6.0f us (median of %d); the kernel's own sleep %6.0f us\n", spec, median / 1e3,
-               LATE_TRIES, base / 1e3);
+        printf("  %-28s again: %6.0f us (median of %d); the kernel's own sleep %6.0f us\n", spec,
+               median / 1e3, LATE_TRIES, base / 1e3);
     }
     if (checked) {
         if (median > worst_median_ns)
             worst_median_ns = median;
         CHECK(median <= LATE_MAX_NS + base,
-              "%s: ETIMEDOUT %lld us after the deadline (median, %d rounds), the kernel's own sleep %lld us", spec,
-              (long long)(median / 1000), LATE_ROUNDS, (long long)(base / 1000));
+              "%s: ETIMEDOUT %lld us after the deadline (median, %d rounds), the kernel's own sleep %lld us",
+              spec, (long long)(median / 1000), LATE_ROUNDS, (long long)(base / 1000));
     }
     /* The holder lets go 20 ms into a 10 s wait: the wait ends then. */
     actor_t t;
@@ -540,9 +549,10 @@ int main(int argc, char **argv)
         }
     }
     static const char *const extra[] = {
-        "rw(runner)",  "rw(mcs:park)", "rw(clh),prefer_readers", "rw(ticket:spinpark)", "rw(server)",
-        "elide(runner)", "elide(mcs:spinpark)", "elide(rw(relay))", "elide(mrqd)",
-        "qd,tenure_us=50", "hqd,groups=2", "runner,tenure_us=100", "relay,slice_us=20",
+        "rw(runner)",        "rw(mcs:park)",    "rw(clh),prefer_readers", "rw(ticket:spinpark)",
+        "rw(server)",        "elide(runner)",   "elide(mcs:spinpark)",    "elide(rw(relay))",
+        "elide(mrqd)",       "qd,tenure_us=50", "hqd,groups=2",           "runner,tenure_us=100",
+        "relay,slice_us=20",
     };
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
         test_spec(extra[i]);

@@ -11,12 +11,12 @@
 #include <time.h>
 
 static int failures;
-#define CHECK(cond, what)                                                              \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            failures++;                                                                \
-            printf("FAIL %s:%d: %s (%s)\n", __FILE__, __LINE__, #cond, what);          \
-        }                                                                              \
+#define CHECK(cond, what)                                                                                    \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            failures++;                                                                                      \
+            printf("FAIL %s:%d: %s (%s)\n", __FILE__, __LINE__, #cond, what);                                \
+        }                                                                                                    \
     } while (0)
 
 enum { ITERS = 20000 };
@@ -84,17 +84,18 @@ static int runner_timedlock(void *l, const baton_deadline_t *d) { return baton_r
 
 static const struct typed algos[] = {
     {"tas", sizeof(baton_tas_t), tas_init, tas_destroy, tas_lock, tas_trylock, tas_unlock, tas_timedlock},
-    {"ttas", sizeof(baton_ttas_t), ttas_init, ttas_destroy, ttas_lock, ttas_trylock, ttas_unlock, ttas_timedlock},
-    {"ticket", sizeof(baton_ticket_t), ticket_init, ticket_destroy, ticket_lock, ticket_trylock, ticket_unlock,
-     ticket_timedlock},
+    {"ttas", sizeof(baton_ttas_t), ttas_init, ttas_destroy, ttas_lock, ttas_trylock, ttas_unlock,
+     ttas_timedlock},
+    {"ticket", sizeof(baton_ticket_t), ticket_init, ticket_destroy, ticket_lock, ticket_trylock,
+     ticket_unlock, ticket_timedlock},
     {"mcs", sizeof(baton_mcs_t), mcs_init, mcs_destroy, mcs_lock, mcs_trylock, mcs_unlock, mcs_timedlock},
     {"clh", sizeof(baton_clh_t), clh_init, clh_destroy, clh_lock, clh_trylock, clh_unlock, clh_timedlock},
     {"onespinner", sizeof(baton_onespinner_t), one_init, one_destroy, one_lock, one_trylock, one_unlock,
      one_timedlock},
     {"relay", sizeof(baton_relay_t), relay_init, relay_destroy, relay_lock, relay_trylock, relay_unlock,
      relay_timedlock},
-    {"runner", sizeof(baton_runner_t), runner_init, runner_destroy, runner_lock, runner_trylock, runner_unlock,
-     runner_timedlock},
+    {"runner", sizeof(baton_runner_t), runner_init, runner_destroy, runner_lock, runner_trylock,
+     runner_unlock, runner_timedlock},
 };
 
 /* An absolute deadline ns from now on CLOCK_MONOTONIC. */

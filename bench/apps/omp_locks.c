@@ -71,9 +71,9 @@ static long calibrate(double ns)
     return n < 1 ? 1 : n;
 }
 
-static long counter;          /* the shared data: protected by the lock under test */
-static int last_thread = -1;  /* who ran the previous critical section (under the lock) */
-static long passes;           /* critical sections run by another thread than the one before */
+static long counter;         /* the shared data: protected by the lock under test */
+static int last_thread = -1; /* who ran the previous critical section (under the lock) */
+static long passes;          /* critical sections run by another thread than the one before */
 
 int main(int argc, char **argv)
 {

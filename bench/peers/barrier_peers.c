@@ -15,15 +15,15 @@ static const bench_barrier_peer_t table[] = {
 #endif
 #if BATON_PEER_CK_BARRIER
     {"peer:ck_barrier_centralized", "Concurrency Kit ck_barrier_centralized: sense-reversing counter, spins",
-     bench_bpeer_ck_centralized_create, bench_bpeer_ck_centralized_destroy,
-     bench_bpeer_ck_centralized_wait, NULL},
+     bench_bpeer_ck_centralized_create, bench_bpeer_ck_centralized_destroy, bench_bpeer_ck_centralized_wait,
+     NULL},
     {"peer:ck_barrier_dissemination",
      "Concurrency Kit ck_barrier_dissemination: log2(n) rounds of flags, spins",
      bench_bpeer_ck_dissemination_create, bench_bpeer_ck_dissemination_destroy,
      bench_bpeer_ck_dissemination_wait, NULL},
     {"peer:ck_barrier_tournament", "Concurrency Kit ck_barrier_tournament: static tournament tree, spins",
-     bench_bpeer_ck_tournament_create, bench_bpeer_ck_tournament_destroy,
-     bench_bpeer_ck_tournament_wait, NULL},
+     bench_bpeer_ck_tournament_create, bench_bpeer_ck_tournament_destroy, bench_bpeer_ck_tournament_wait,
+     NULL},
     {"peer:ck_barrier_mcs", "Concurrency Kit ck_barrier_mcs: 4-ary arrival tree, binary wake-up tree, spins",
      bench_bpeer_ck_mcs_create, bench_bpeer_ck_mcs_destroy, bench_bpeer_ck_mcs_wait, NULL},
 #endif

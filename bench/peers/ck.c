@@ -89,10 +89,7 @@ static void clh_thread_exit(void *unused)
     clh_self = NULL;
 }
 
-static void clh_key_create(void)
-{
-    clh_key_ok = pthread_key_create(&clh_key, clh_thread_exit) == 0;
-}
+static void clh_key_create(void) { clh_key_ok = pthread_key_create(&clh_key, clh_thread_exit) == 0; }
 
 static ck_spinlock_clh_t *clh_thread_node(void)
 {

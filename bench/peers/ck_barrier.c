@@ -27,8 +27,8 @@ static void *states_alloc(unsigned n, size_t size)
     return p;
 }
 
-#define STATE(base, type, i)                                                                       \
-    ((type *)((char *)(base) +                                                                     \
+#define STATE(base, type, i)                                                                                 \
+    ((type *)((char *)(base) +                                                                               \
               (size_t)(i) * ((sizeof(type) + BENCH_PEER_ALIGN - 1) / BENCH_PEER_ALIGN * BENCH_PEER_ALIGN)))
 
 /* --- centralized: one counter and a global sense -------------------------- */
@@ -121,8 +121,7 @@ void *bench_bpeer_ck_dissemination_create(unsigned n)
     }
     ck_barrier_dissemination_init(d->barrier, d->flags, n);
     for (unsigned i = 0; i < n; i++)
-        ck_barrier_dissemination_subscribe(d->barrier,
-                                           STATE(d->states, ck_barrier_dissemination_state_t, i));
+        ck_barrier_dissemination_subscribe(d->barrier, STATE(d->states, ck_barrier_dissemination_state_t, i));
     return d;
 }
 

@@ -25,7 +25,7 @@ typedef struct bench_peer {
     const char *summary; /* one line: library, type, how it waits */
     void *(*create)(void);
     void (*destroy)(void *lock);
-    void (*lock)(void *lock);   /* exclusive (for RW peers: the write lock) */
+    void (*lock)(void *lock); /* exclusive (for RW peers: the write lock) */
     void (*unlock)(void *lock);
     /* Readers-writer peers only: the shared (reader) mode; NULL for the
      * mutex-only peers. */

@@ -111,8 +111,7 @@ void bench_peer_qdlib_ccsynch_destroy(void *lock);
 void bench_peer_qdlib_ccsynch_lock(void *lock);
 void bench_peer_qdlib_ccsynch_unlock(void *lock);
 void bench_peer_qdlib_ccsynch_execute(void *lock, void (*fn)(void *), void *ctx);
-void bench_peer_qdlib_ccsynch_delegate(void *lock, void (*fn)(void *), const void *args,
-                                       size_t size);
+void bench_peer_qdlib_ccsynch_delegate(void *lock, void (*fn)(void *), const void *args, size_t size);
 
 void *bench_peer_qdlib_mcs_create(void);
 void bench_peer_qdlib_mcs_destroy(void *lock);

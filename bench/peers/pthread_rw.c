@@ -34,16 +34,10 @@ static void *rw_create(int kind)
     return lock;
 }
 
-void *bench_peer_pthread_rw_create(void)
-{
-    return rw_create(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-}
+void *bench_peer_pthread_rw_create(void) { return rw_create(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP); }
 
 /* The default attributes' kind, said explicitly. */
-void *bench_peer_pthread_rw_rp_create(void)
-{
-    return rw_create(PTHREAD_RWLOCK_PREFER_READER_NP);
-}
+void *bench_peer_pthread_rw_rp_create(void) { return rw_create(PTHREAD_RWLOCK_PREFER_READER_NP); }
 
 void bench_peer_pthread_rw_destroy(void *lock)
 {

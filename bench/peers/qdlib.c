@@ -73,8 +73,7 @@ static void qdlib_run_args(unsigned int size, void *m)
 #define QDLIB_ARGS_MAX 64
 
 /* Pack {fn, args} into buf; returns its length. */
-static unsigned int qdlib_pack_args(unsigned char *buf, void (*fn)(void *), const void *args,
-                                    size_t size)
+static unsigned int qdlib_pack_args(unsigned char *buf, void (*fn)(void *), const void *args, size_t size)
 {
     memcpy(buf, &fn, sizeof fn);
     if (size > QDLIB_ARGS_MAX)
@@ -138,8 +137,7 @@ void bench_peer_qdlib_ccsynch_execute(void *lock, void (*fn)(void *), void *ctx)
     ccsynch_delegate(lock, qdlib_run_ctx, sizeof msg, &msg);
 }
 
-void bench_peer_qdlib_ccsynch_delegate(void *lock, void (*fn)(void *), const void *args,
-                                       size_t size)
+void bench_peer_qdlib_ccsynch_delegate(void *lock, void (*fn)(void *), const void *args, size_t size)
 {
     (void)size; /* it waits: fn may read the caller's arguments in place */
     bench_peer_qdlib_ccsynch_execute(lock, fn, (void *)(uintptr_t)args);

@@ -6,10 +6,7 @@
 
 static long counter;
 
-static void add(void *ctx)
-{
-    counter += *(const long *)ctx;
-}
+static void add(void *ctx) { counter += *(const long *)ctx; }
 
 static void *worker(void *arg)
 {

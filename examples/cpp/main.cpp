@@ -16,7 +16,8 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace
+{
 
 constexpr int kThreads = 4;
 constexpr long kRounds = 20000; // per thread, of each of the three ways
@@ -28,10 +29,7 @@ struct add_args {
 };
 
 // Runs under the lock; a captureless lambda would do as well.
-void add(void *ctx)
-{
-    counter += static_cast<const add_args *>(ctx)->delta;
-}
+void add(void *ctx) { counter += static_cast<const add_args *>(ctx)->delta; }
 
 void worker(baton_lock_t *l)
 {

@@ -64,10 +64,7 @@ static long func(int p1, int p2)
 }
 
 /* A section whose result nobody waits for: delegated, detached. */
-static void count_cs(void *arg)
-{
-    shared.calls += *(const int *)arg;
-}
+static void count_cs(void *arg) { shared.calls += *(const int *)arg; }
 
 enum { THREADS = 4, CALLS = 20000 };
 
@@ -106,8 +103,7 @@ int main(int argc, char **argv)
             pthread_join(t[i], NULL);
         baton_lock_free(lock); /* runs any delegated section still queued */
         int ok = shared.total == (long)THREADS * CALLS && shared.calls == (long)THREADS * CALLS;
-        printf("%-10s total=%ld calls=%ld %s\n", argv[a], shared.total, shared.calls,
-               ok ? "ok" : "WRONG");
+        printf("%-10s total=%ld calls=%ld %s\n", argv[a], shared.total, shared.calls, ok ? "ok" : "WRONG");
         failed += !ok;
     }
     return failed ? 1 : 0;

@@ -35,17 +35,21 @@ BATON_API BATON_API void baton_chaos_point(void);
 #define BATON_INJECT() ((void)0)
 #endif
 
-#define baton_load(p, mo)          (BATON_INJECT(), atomic_load_explicit((p), (mo)))
-#define baton_store(p, v, mo)      do { BATON_INJECT(); atomic_store_explicit((p), (v), (mo)); } while (0)
-#define baton_xchg(p, v, mo)       (BATON_INJECT(), atomic_exchange_explicit((p), (v), (mo)))
-#define baton_fetch_add(p, v, mo)  (BATON_INJECT(), atomic_fetch_add_explicit((p), (v), (mo)))
-#define baton_fetch_sub(p, v, mo)  (BATON_INJECT(), atomic_fetch_sub_explicit((p), (v), (mo)))
-#define baton_fetch_or(p, v, mo)   (BATON_INJECT(), atomic_fetch_or_explicit((p), (v), (mo)))
-#define baton_fetch_and(p, v, mo)  (BATON_INJECT(), atomic_fetch_and_explicit((p), (v), (mo)))
+#define baton_load(p, mo) (BATON_INJECT(), atomic_load_explicit((p), (mo)))
+#define baton_store(p, v, mo)                                                                                \
+    do {                                                                                                     \
+        BATON_INJECT();                                                                                      \
+        atomic_store_explicit((p), (v), (mo));                                                               \
+    } while (0)
+#define baton_xchg(p, v, mo) (BATON_INJECT(), atomic_exchange_explicit((p), (v), (mo)))
+#define baton_fetch_add(p, v, mo) (BATON_INJECT(), atomic_fetch_add_explicit((p), (v), (mo)))
+#define baton_fetch_sub(p, v, mo) (BATON_INJECT(), atomic_fetch_sub_explicit((p), (v), (mo)))
+#define baton_fetch_or(p, v, mo) (BATON_INJECT(), atomic_fetch_or_explicit((p), (v), (mo)))
+#define baton_fetch_and(p, v, mo) (BATON_INJECT(), atomic_fetch_and_explicit((p), (v), (mo)))
 /* Strong compare-and-swap; *expected is updated on failure as in C11. */
-#define baton_cas(p, expected, desired, mo_ok, mo_fail) \
+#define baton_cas(p, expected, desired, mo_ok, mo_fail)                                                      \
     (BATON_INJECT(), atomic_compare_exchange_strong_explicit((p), (expected), (desired), (mo_ok), (mo_fail)))
-#define baton_fence(mo)            atomic_thread_fence(mo)
+#define baton_fence(mo) atomic_thread_fence(mo)
 
 /* The spin hint: tells the core we are in a wait loop (PAUSE on x86, YIELD on
  * Arm).  Not an atomic access, so no injection point. */
@@ -61,10 +65,10 @@ static inline void baton_cpu_relax(void)
 }
 
 #if defined(__GNUC__)
-#define BATON_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define BATON_LIKELY(x) __builtin_expect(!!(x), 1)
 #define BATON_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
-#define BATON_LIKELY(x)   (x)
+#define BATON_LIKELY(x) (x)
 #define BATON_UNLIKELY(x) (x)
 #endif
 

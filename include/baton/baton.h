@@ -94,40 +94,40 @@ typedef void (*baton_fn)(void *ctx);
 
 /* Capabilities of a kind. */
 enum {
-    BATON_CAP_LOCK     = 1u << 0, /* lock / unlock */
-    BATON_CAP_TRYLOCK  = 1u << 1,
-    BATON_CAP_EXECUTE  = 1u << 2, /* baton_execute */
-    BATON_CAP_DELEGATE = 1u << 3, /* baton_delegate */
-    BATON_CAP_WAIT     = 1u << 4, /* takes a wait policy */
-    BATON_CAP_OWNER    = 1u << 5, /* tracks its owner: EPERM without check=1 */
-    BATON_CAP_FIFO     = 1u << 6, /* grants in arrival order */
+    BATON_CAP_LOCK = 1u << 0, /* lock / unlock */
+    BATON_CAP_TRYLOCK = 1u << 1,
+    BATON_CAP_EXECUTE = 1u << 2,    /* baton_execute */
+    BATON_CAP_DELEGATE = 1u << 3,   /* baton_delegate */
+    BATON_CAP_WAIT = 1u << 4,       /* takes a wait policy */
+    BATON_CAP_OWNER = 1u << 5,      /* tracks its owner: EPERM without check=1 */
+    BATON_CAP_FIFO = 1u << 6,       /* grants in arrival order */
     BATON_CAP_NOCOLLAPSE = 1u << 7, /* designed not to collapse when threads outnumber cores */
-    BATON_CAP_DETACH   = 1u << 8, /* baton_delegate returns before the operation has run */
-    BATON_CAP_RW       = 1u << 9, /* baton_rlock admits many readers at once */
-    BATON_CAP_SERVER   = 1u << 10, /* operations run on dedicated server threads */
-    BATON_CAP_WRAPPER  = 1u << 11, /* wraps another kind: spec "name(<inner spec>)" */
-    BATON_CAP_TIMED    = 1u << 12  /* baton_timedlock waits (wrappers: where the inner kind's does) */
+    BATON_CAP_DETACH = 1u << 8,     /* baton_delegate returns before the operation has run */
+    BATON_CAP_RW = 1u << 9,         /* baton_rlock admits many readers at once */
+    BATON_CAP_SERVER = 1u << 10,    /* operations run on dedicated server threads */
+    BATON_CAP_WRAPPER = 1u << 11,   /* wraps another kind: spec "name(<inner spec>)" */
+    BATON_CAP_TIMED = 1u << 12      /* baton_timedlock waits (wrappers: where the inner kind's does) */
 };
 
 typedef struct baton_kind_info {
     const char *name;
-    const char *summary;     /* one line */
-    unsigned caps;           /* BATON_CAP_* */
-    unsigned waits;          /* accepted wait policies: bit k = baton_wait_kind k */
-    const char *default_wait;/* policy used when the spec names none ("-" if none) */
-    const char *options;     /* "key=<range> ..." the kind accepts, "" if none */
+    const char *summary;      /* one line */
+    unsigned caps;            /* BATON_CAP_* */
+    unsigned waits;           /* accepted wait policies: bit k = baton_wait_kind k */
+    const char *default_wait; /* policy used when the spec names none ("-" if none) */
+    const char *options;      /* "key=<range> ..." the kind accepts, "" if none */
 } baton_kind_info_t;
 
 /* A kind's option, as data (baton_kind_options): what a spec may write
  * after the kind's name, "key=value", or "key" alone for a switch. */
 typedef struct baton_option_info {
     const char *name;
-    uint64_t min, max;       /* the values a spec may write, inclusive */
-    uint64_t def;            /* the value when the spec leaves the option out; it
+    uint64_t min, max; /* the values a spec may write, inclusive */
+    uint64_t def;      /* the value when the spec leaves the option out; it
                                 may lie outside [min, max], meaning "not chosen"
                                 (elide's nretries) */
-    const char *help;        /* one line */
-    unsigned flags;          /* BATON_OPTION_* */
+    const char *help;  /* one line */
+    unsigned flags;    /* BATON_OPTION_* */
 } baton_option_info_t;
 
 enum {
@@ -238,9 +238,9 @@ BATON_API int baton_delegate(baton_lock_t *lock, baton_fn fn, const void *args, 
  *   baton_future_wait(&f);            // v is now the popped value
  */
 typedef struct baton_future {
-    BATON_ATOMIC_U32 state;   /* 0 pending, 1 done: the waited-on word */
-    int32_t status;           /* 0 once done */
-    uint64_t wait;            /* how to wait (the lock's policy), opaque */
+    BATON_ATOMIC_U32 state; /* 0 pending, 1 done: the waited-on word */
+    int32_t status;         /* 0 once done */
+    uint64_t wait;          /* how to wait (the lock's policy), opaque */
 } baton_future_t;
 
 /* As baton_delegate, and f becomes ready once fn has run.  On error (EINVAL,
@@ -280,11 +280,11 @@ typedef struct baton_stats {
     /* Hardware lock elision (elide(<kind>)); zero for other kinds.  Every
      * transaction started either commits or aborts, so
      * tx_attempts == tx_commits + the sum of tx_aborts[]. */
-    uint64_t tx_attempts;   /* transactions started */
-    uint64_t tx_commits;    /* critical sections that committed speculatively */
-    uint64_t tx_aborts[8];  /* aborts, by cause: index with BATON_ABORT_* */
-    uint64_t tx_fallbacks;  /* acquisitions that tried to elide, then took the inner lock */
-    uint64_t tx_skipped;    /* acquisitions that took the inner lock without trying
+    uint64_t tx_attempts;  /* transactions started */
+    uint64_t tx_commits;   /* critical sections that committed speculatively */
+    uint64_t tx_aborts[8]; /* aborts, by cause: index with BATON_ABORT_* */
+    uint64_t tx_fallbacks; /* acquisitions that tried to elide, then took the inner lock */
+    uint64_t tx_skipped;   /* acquisitions that took the inner lock without trying
                                (adaptive back-off, or RTM unusable) */
     /* Lock servers (server, server:chain, server:hier, server:hier+chain):
      * messages (writes into another thread's mailbox line) by role, index
@@ -317,10 +317,10 @@ BATON_API const char *baton_abort_cause_name(unsigned cause);
 /* Hardware transactional memory on the running machine, as elide(<kind>)
  * sees it (decided once, at first use). */
 typedef struct baton_htm_info {
-    int usable;           /* 1: elide(<kind>) speculates; 0: it is exactly <kind> */
-    const char *state;    /* "rtm", "absent", "disabled", "always-aborting",
+    int usable;                          /* 1: elide(<kind>) speculates; 0: it is exactly <kind> */
+    const char *state;                   /* "rtm", "absent", "disabled", "always-aborting",
                              "not-built", or "inject:<cause>" (testing) */
-    const char *why;      /* one line for people */
+    const char *why;                     /* one line for people */
     unsigned probe_tries, probe_commits; /* the start-up probe's transactions */
 } baton_htm_info_t;
 BATON_API void baton_htm_info(baton_htm_info_t *out);

@@ -89,9 +89,11 @@
 #pragma GCC diagnostic pop
 #endif
 
-namespace baton {
+namespace baton
+{
 
-namespace detail {
+namespace detail
+{
 
 [[noreturn]] inline void throw_error(int rc)
 {
@@ -113,8 +115,7 @@ inline baton_lock_t *new_lock(const char *spec)
 }
 
 /* An absolute time as a timespec, saturating instead of overflowing. */
-template <class Duration>
-timespec to_timespec(Duration since_epoch)
+template <class Duration> timespec to_timespec(Duration since_epoch)
 {
     using namespace std::chrono;
     auto s = floor<seconds>(since_epoch);
@@ -175,26 +176,22 @@ int wait_until(const std::chrono::time_point<Clock, Duration> &tp, Wait &&wait)
 }
 
 /* What execute() keeps for f's result: nothing, a pointer, or the value. */
-template <class R>
-struct result_slot {
+template <class R> struct result_slot {
     std::optional<R> value;
     template <class F> void run(F &f) { value.emplace(std::invoke(f)); }
     R take() { return std::move(*value); }
 };
-template <class R>
-struct result_slot<R &> {
+template <class R> struct result_slot<R &> {
     R *ptr = nullptr;
     template <class F> void run(F &f) { ptr = &std::invoke(f); }
     R &take() { return *ptr; }
 };
-template <>
-struct result_slot<void> {
+template <> struct result_slot<void> {
     template <class F> void run(F &f) { std::invoke(f); }
     void take() {}
 };
 
-template <class F>
-struct execute_ctx {
+template <class F> struct execute_ctx {
     F *f;
     result_slot<std::invoke_result_t<F &>> result;
     std::exception_ptr error;
@@ -213,15 +210,13 @@ struct execute_ctx {
 
 /* A copy of a trivially copyable T out of bytes the library may have
  * placed at any alignment. */
-template <class T>
-struct byte_copy {
+template <class T> struct byte_copy {
     alignas(T) unsigned char bytes[sizeof(T)];
     explicit byte_copy(const void *from) { std::memcpy(bytes, from, sizeof(T)); }
     T &get() { return *std::launder(reinterpret_cast<T *>(bytes)); }
 };
 
-template <class F>
-struct delegate_thunk {
+template <class F> struct delegate_thunk {
     static void run(void *p) noexcept
     {
         byte_copy<F> f(p);
@@ -231,12 +226,12 @@ struct delegate_thunk {
 
 } // namespace detail
 
-template <class T>
-class future;
+template <class T> class future;
 
 /* The exclusive half shared by mutex and shared_mutex. */
-class basic_lock {
-public:
+class basic_lock
+{
+  public:
     basic_lock(const basic_lock &) = delete;
     basic_lock &operator=(const basic_lock &) = delete;
 
@@ -263,17 +258,15 @@ public:
             std::terminate();
     }
 
-    template <class Rep, class Period>
-    bool try_lock_for(const std::chrono::duration<Rep, Period> &d)
+    template <class Rep, class Period> bool try_lock_for(const std::chrono::duration<Rep, Period> &d)
     {
         return try_lock_until(detail::steady_deadline(d));
     }
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration> &tp)
     {
-        int rc = detail::wait_until(tp, [this](clockid_t c, const timespec &ts) {
-            return baton_clocklock(l_, c, &ts);
-        });
+        int rc = detail::wait_until(
+            tp, [this](clockid_t c, const timespec &ts) { return baton_clocklock(l_, c, &ts); });
         if (rc == 0)
             return true;
         if (rc == ETIMEDOUT)
@@ -283,8 +276,7 @@ public:
 
     /* Run f() under the lock (maybe on another thread) and return its
      * result; an exception f throws is rethrown here. */
-    template <class F>
-    std::invoke_result_t<F &> execute(F &&f)
+    template <class F> std::invoke_result_t<F &> execute(F &&f)
     {
         using fn_t = std::remove_reference_t<F>;
         detail::execute_ctx<fn_t> ctx{&f, {}, {}};
@@ -298,8 +290,7 @@ public:
 
     /* Copy f into the lock and run it under the lock, maybe later, maybe on
      * another thread; its result is dropped. */
-    template <class F>
-    void delegate(const F &f)
+    template <class F> void delegate(const F &f)
     {
         static_assert(std::is_trivially_copyable_v<F>,
                       "baton::delegate: the callable must be trivially copyable (it is copied as "
@@ -316,28 +307,29 @@ public:
 
     /* As delegate, and the result (or the exception) lands in the returned
      * future.  `auto fut = m.delegate_future(f);` (the future cannot move). */
-    template <class F>
-    future<std::invoke_result_t<F &>> delegate_future(const F &f);
+    template <class F> future<std::invoke_result_t<F &>> delegate_future(const F &f);
 
     baton_lock_t *native_handle() noexcept { return l_; }
     /* The canonical spec (wait policy resolved, options spelled out). */
     const char *spec() const noexcept { return baton_lock_spec(l_); }
     unsigned caps() const noexcept { return baton_lock_kind(l_)->caps; }
 
-protected:
+  protected:
     explicit basic_lock(const char *spec) : l_(detail::new_lock(spec)) {}
     baton_lock_t *l_;
 };
 
-class mutex : public basic_lock {
-public:
+class mutex : public basic_lock
+{
+  public:
     mutex() : basic_lock(nullptr) {}
     explicit mutex(const char *spec) : basic_lock(spec) {}
     explicit mutex(const std::string &spec) : basic_lock(spec.c_str()) {}
 };
 
-class shared_mutex : public basic_lock {
-public:
+class shared_mutex : public basic_lock
+{
+  public:
     static constexpr const char *default_spec = "rw(default),prefer_readers";
 
     shared_mutex() : basic_lock(default_spec) {}
@@ -364,17 +356,15 @@ public:
         if (baton_runlock(l_) != 0)
             std::terminate();
     }
-    template <class Rep, class Period>
-    bool try_lock_shared_for(const std::chrono::duration<Rep, Period> &d)
+    template <class Rep, class Period> bool try_lock_shared_for(const std::chrono::duration<Rep, Period> &d)
     {
         return try_lock_shared_until(detail::steady_deadline(d));
     }
     template <class Clock, class Duration>
     bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration> &tp)
     {
-        int rc = detail::wait_until(tp, [this](clockid_t c, const timespec &ts) {
-            return baton_rclocklock(l_, c, &ts);
-        });
+        int rc = detail::wait_until(
+            tp, [this](clockid_t c, const timespec &ts) { return baton_rclocklock(l_, c, &ts); });
         if (rc == 0)
             return true;
         if (rc == ETIMEDOUT)
@@ -385,14 +375,14 @@ public:
 
 /* The result of delegate_future.  Neither copyable nor movable: the
  * operation writes into it.  The destructor waits for the operation. */
-template <class T>
-class future {
+template <class T> class future
+{
     static_assert(std::is_void_v<T> || std::is_trivially_copyable_v<T>,
                   "baton::delegate_future: the result type must be trivially copyable (or void)");
     static_assert(!std::is_reference_v<T>,
                   "baton::delegate_future: the callable must return a value, not a reference");
 
-public:
+  public:
     future(const future &) = delete;
     future &operator=(const future &) = delete;
     ~future() { wait(); }
@@ -420,17 +410,15 @@ public:
             return *std::launder(reinterpret_cast<T *>(value_));
     }
 
-private:
+  private:
     friend class basic_lock;
 
-    template <class F>
-    struct args {
+    template <class F> struct args {
         F fn;
         future *self;
     };
 
-    template <class F>
-    static void run(void *p) noexcept
+    template <class F> static void run(void *p) noexcept
     {
         detail::byte_copy<args<F>> a(p);
         future *self = a.get().self;
@@ -444,8 +432,7 @@ private:
         }
     }
 
-    template <class F>
-    future(baton_lock_t *l, const F &f)
+    template <class F> future(baton_lock_t *l, const F &f)
     {
         static_assert(std::is_trivially_copyable_v<F>,
                       "baton::delegate_future: the callable must be trivially copyable (it is "
@@ -466,20 +453,20 @@ private:
     int status_ = 0;
     bool waited_ = false;
     std::exception_ptr error_;
-    alignas(std::conditional_t<std::is_void_v<T>, char, T>) unsigned char
-        value_[std::is_void_v<T> ? 1 : sizeof(std::conditional_t<std::is_void_v<T>, char, T>)];
+    alignas(std::conditional_t<std::is_void_v<T>, char, T>) unsigned char value_
+        [std::is_void_v<T> ? 1 : sizeof(std::conditional_t<std::is_void_v<T>, char, T>)];
 };
 
-template <class F>
-future<std::invoke_result_t<F &>> basic_lock::delegate_future(const F &f)
+template <class F> future<std::invoke_result_t<F &>> basic_lock::delegate_future(const F &f)
 {
     return future<std::invoke_result_t<F &>>(l_, f);
 }
 
 /* A condition variable for std::unique_lock<baton::mutex> (any kind with
  * lock/unlock).  For other lockables use std::condition_variable_any. */
-class condition_variable {
-public:
+class condition_variable
+{
+  public:
     condition_variable() : c_(baton_cond_new())
     {
         if (!c_)
@@ -498,8 +485,7 @@ public:
         if (rc != 0)
             detail::throw_error(rc);
     }
-    template <class Predicate>
-    void wait(std::unique_lock<mutex> &lk, Predicate pred)
+    template <class Predicate> void wait(std::unique_lock<mutex> &lk, Predicate pred)
     {
         while (!pred())
             wait(lk);
@@ -549,15 +535,16 @@ public:
 
     baton_cond_t *native_handle() noexcept { return c_; }
 
-private:
+  private:
     baton_cond_t *c_;
 };
 
 /* std::barrier's arrive_and_wait over a baton barrier of n threads (spec:
  * barrier.h's grammar; nullptr, the default kind).  At most n distinct
  * threads may use it at a time (barrier.h). */
-class barrier {
-public:
+class barrier
+{
+  public:
     explicit barrier(std::ptrdiff_t n, const char *spec = nullptr)
     {
         if (n <= 0 || static_cast<unsigned long long>(n) > std::numeric_limits<unsigned>::max())
@@ -592,7 +579,7 @@ public:
     const char *spec() const noexcept { return baton_barrier_spec(b_); }
     baton_barrier_t *native_handle() noexcept { return b_; }
 
-private:
+  private:
     baton_barrier_t *b_;
 };
 

@@ -18,10 +18,10 @@ extern "C" {
 enum { BATON_PRELOAD_MUTEX = 0, BATON_PRELOAD_RWLOCK = 1, BATON_PRELOAD_SPIN = 2, BATON_PRELOAD_OMP = 3 };
 
 typedef struct baton_preload_info {
-    const char *what;        /* "mutex", "rwlock", "spinlock", "omp" */
-    const char *spec;        /* the configured spec (canonical) */
-    int stock;               /* 1: spec "pthread", glibc's own implementation */
-    size_t bytes_per_lock;   /* side-state bytes per lock (beyond the pthread object) */
+    const char *what;      /* "mutex", "rwlock", "spinlock", "omp" */
+    const char *spec;      /* the configured spec (canonical) */
+    int stock;             /* 1: spec "pthread", glibc's own implementation */
+    size_t bytes_per_lock; /* side-state bytes per lock (beyond the pthread object) */
     uint64_t live, peak, created;
     uint64_t reserved_bytes; /* address space reserved for lock states */
 } baton_preload_info_t;

@@ -58,14 +58,14 @@ typedef struct baton_relay {
     _Atomic uint32_t handoff;
     uint32_t slice_ns; /* an owner's tenure while others wait */
     _Atomic(struct baton_qnode *) tail;
-    _Atomic(struct baton_qnode *) head; /* the queue head's node, set by the head */
+    _Atomic(struct baton_qnode *) head;    /* the queue head's node, set by the head */
     _Atomic(struct baton_qnode *) zombies; /* nodes of timed waiters that gave up (relay.c) */
     /* Tenure accounting, written only by the owner (ordered by the lock). */
-    _Atomic uint32_t count;  /* releases; the tenure is checked every 64th;
+    _Atomic uint32_t count; /* releases; the tenure is checked every 64th;
                                 the head reads it to tell a busy owner from
                                 an idle lock */
-    uintptr_t tenure_owner;  /* whose tenure tenure_start dates */
-    uint64_t tenure_start;   /* ns */
+    uintptr_t tenure_owner; /* whose tenure tenure_start dates */
+    uint64_t tenure_start;  /* ns */
     baton_wait_t wait;
 } baton_relay_t;
 
@@ -73,7 +73,8 @@ typedef struct baton_relay {
  * clock read (~20 ns) amortised to well under a nanosecond. */
 #define BATON_RELAY_CHECK_EVERY 64u
 
-BATON_API int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait, uint32_t slice_ns); /* NULL, 0: defaults */
+BATON_API int baton_relay_init(baton_relay_t *l, const baton_wait_t *wait,
+                               uint32_t slice_ns); /* NULL, 0: defaults */
 BATON_API int baton_relay_destroy(baton_relay_t *l);
 BATON_API void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self);
 /* Wait for the lock until d: 0, or ETIMEDOUT.  A timed waiter queues and
@@ -91,8 +92,9 @@ static inline int baton_relay_trylock(baton_relay_t *l)
     if (baton_load(&l->handoff, memory_order_relaxed))
         return EBUSY;
     /* Acquire pairs with the release store in baton_relay_unlock(). */
-    return baton_cas(&l->word, &expected, baton_thread_token(), memory_order_acquire,
-                     memory_order_relaxed) ? 0 : EBUSY;
+    return baton_cas(&l->word, &expected, baton_thread_token(), memory_order_acquire, memory_order_relaxed)
+               ? 0
+               : EBUSY;
 }
 
 static inline void baton_relay_lock(baton_relay_t *l)

@@ -80,9 +80,9 @@ typedef struct baton_runner {
     _Atomic uint32_t count;
     _Atomic(struct baton_qnode *) tail;
     _Atomic(struct baton_qnode *) heir;
-    _Atomic uint64_t deadline; /* the heir's tenure deadline (ns) */
-    _Atomic uint32_t owner_cpu; /* where the owner ran at its last check */
-    uint32_t tenure_ns; /* 0: adaptive */
+    _Atomic uint64_t deadline;             /* the heir's tenure deadline (ns) */
+    _Atomic uint32_t owner_cpu;            /* where the owner ran at its last check */
+    uint32_t tenure_ns;                    /* 0: adaptive */
     _Atomic(struct baton_qnode *) zombies; /* nodes of timed waiters that gave up */
     baton_wait_t wait;
 } baton_runner_t;
@@ -112,8 +112,9 @@ static inline int baton_runner_trylock(baton_runner_t *l)
         return EBUSY;
     uintptr_t expected = 0;
     /* Acquire pairs with the release store in baton_runner_release(). */
-    return baton_cas(&l->word, &expected, baton_thread_token(), memory_order_acquire,
-                     memory_order_relaxed) ? 0 : EBUSY;
+    return baton_cas(&l->word, &expected, baton_thread_token(), memory_order_acquire, memory_order_relaxed)
+               ? 0
+               : EBUSY;
 }
 
 static inline void baton_runner_lock(baton_runner_t *l)

@@ -43,8 +43,8 @@ static inline int baton_tas_trylock(baton_tas_t *l)
     if (!baton_wait_may_park(&l->wait))
         return baton_xchg(&l->word, BATON_TAS_HELD, memory_order_acquire) == BATON_TAS_FREE ? 0 : EBUSY;
     uint32_t expected = BATON_TAS_FREE;
-    return baton_cas(&l->word, &expected, BATON_TAS_HELD, memory_order_acquire, memory_order_relaxed)
-               ? 0 : EBUSY;
+    return baton_cas(&l->word, &expected, BATON_TAS_HELD, memory_order_acquire, memory_order_relaxed) ? 0
+                                                                                                      : EBUSY;
 }
 
 static inline void baton_tas_lock(baton_tas_t *l)

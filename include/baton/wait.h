@@ -50,13 +50,13 @@ typedef enum baton_wait_kind {
     BATON_WAIT_PARK,
     BATON_WAIT_SPINPARK,
     BATON_WAIT_MONITOR,
-    BATON_WAIT_KINDS,          /* number of concrete policies */
-    BATON_WAIT_AUTO = 0xff     /* resolved by baton_wait_init() */
+    BATON_WAIT_KINDS,      /* number of concrete policies */
+    BATON_WAIT_AUTO = 0xff /* resolved by baton_wait_init() */
 } baton_wait_kind;
 
 /* Bit masks of policies, used by the registry to say which a kind accepts. */
-#define BATON_WAITS_ALL   ((1u << BATON_WAIT_KINDS) - 1u)
-#define BATON_WAITS_NONE  0u
+#define BATON_WAITS_ALL ((1u << BATON_WAIT_KINDS) - 1u)
+#define BATON_WAITS_NONE 0u
 #define BATON_WAIT_BIT(k) (1u << (k))
 
 /* The reserved bit of a waited-on word (see the park protocol above). */
@@ -66,10 +66,10 @@ typedef enum baton_wait_kind {
 enum { BATON_MONITOR_NONE = 0, BATON_MONITOR_WAITPKG = 1, BATON_MONITOR_MWAITX = 2 };
 
 typedef struct baton_wait {
-    uint8_t kind;        /* baton_wait_kind, never AUTO once initialised */
-    uint8_t hw;          /* BATON_MONITOR_* for the monitor policy */
+    uint8_t kind; /* baton_wait_kind, never AUTO once initialised */
+    uint8_t hw;   /* BATON_MONITOR_* for the monitor policy */
     uint16_t reserved;
-    uint32_t budget;     /* spin iterations before parking (spinpark, monitor),
+    uint32_t budget; /* spin iterations before parking (spinpark, monitor),
                             or the largest backoff delay in spin hints (backoff);
                             0: the machine's calibrated budget, measured at the
                             first wait that needs it */
@@ -90,8 +90,7 @@ BATON_API const char *baton_wait_name(baton_wait_kind kind);
  * wakers must use baton_wait_store() (an exchange) rather than a plain store. */
 static inline bool baton_wait_may_park(const baton_wait_t *w)
 {
-    return w->kind == BATON_WAIT_PARK || w->kind == BATON_WAIT_SPINPARK ||
-           w->kind == BATON_WAIT_MONITOR;
+    return w->kind == BATON_WAIT_PARK || w->kind == BATON_WAIT_SPINPARK || w->kind == BATON_WAIT_MONITOR;
 }
 
 /* Wait while (*word & ~BATON_WAIT_PARKED) == old; return the new value (bit
@@ -192,17 +191,17 @@ BATON_API bool baton_waiter_pause_until(baton_waiter_t *s, const baton_deadline_
 
 /* Costs measured on the running machine, once, at first use. */
 typedef struct baton_calibration {
-    double pause_ns;          /* one spin hint */
-    double xchg_ns;           /* uncontended atomic exchange */
-    double yield_ns;          /* sched_yield() with nothing else to run */
-    double futex_wake_ns;     /* futex wake with no sleeper (the syscall) */
-    double park_cost_ns;      /* a wait that ends soon: the waiter's CPU for one park and
+    double pause_ns;       /* one spin hint */
+    double xchg_ns;        /* uncontended atomic exchange */
+    double yield_ns;       /* sched_yield() with nothing else to run */
+    double futex_wake_ns;  /* futex wake with no sleeper (the syscall) */
+    double park_cost_ns;   /* a wait that ends soon: the waiter's CPU for one park and
                                  wake plus its wake-up latency; the spin budget */
-    double spin_budget_ns;    /* what spinpark and monitor spin before parking */
+    double spin_budget_ns; /* what spinpark and monitor spin before parking */
     uint32_t spin_budget_iters;
-    uint32_t backoff_max;     /* largest backoff delay, in spin hints */
-    int from_env;             /* 1 if BATON_SPIN_BUDGET_NS overrode the budget */
-    int spin_fixed;           /* 1 if BATON_SPIN_FIXED=1: spinpark spins the whole budget
+    uint32_t backoff_max; /* largest backoff delay, in spin hints */
+    int from_env;         /* 1 if BATON_SPIN_BUDGET_NS overrode the budget */
+    int spin_fixed;       /* 1 if BATON_SPIN_FIXED=1: spinpark spins the whole budget
                                  every time instead of a random share of it (wait.c) */
 } baton_calibration_t;
 
@@ -216,9 +215,9 @@ BATON_API double baton_wakeup_latency_idle(void);
 
 /* CPU features the wait layer (and baton info) use; detected with CPUID. */
 typedef struct baton_cpu_features {
-    bool waitpkg;    /* UMONITOR/UMWAIT/TPAUSE */
-    bool monitorx;   /* MONITORX/MWAITX (AMD) */
-    bool rtm;        /* RTM advertised by CPUID */
+    bool waitpkg;  /* UMONITOR/UMWAIT/TPAUSE */
+    bool monitorx; /* MONITORX/MWAITX (AMD) */
+    bool rtm;      /* RTM advertised by CPUID */
     bool hle;
     char vendor[13];
 } baton_cpu_features_t;

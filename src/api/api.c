@@ -44,7 +44,7 @@ struct lock_block {
     int (*delegate)(void *, baton_fn, const void *, size_t, baton_future_t *);
     baton_wait_t fwait; /* how a future of this lock is waited for */
     int check;
-    bool timed; /* baton_timedlock waits (else ENOTSUP): the kind's, or its inner lock's */
+    bool timed;              /* baton_timedlock waits (else ENOTSUP): the kind's, or its inner lock's */
     _Atomic uintptr_t owner; /* check mode only */
     const baton_kind_t *kind;
     struct baton_lock *handle;
@@ -54,14 +54,11 @@ struct lock_block {
 /* The header (the block, then room for a handle outside the state),
  * rounded up so that the state starts on its own cache line.  Every kind's
  * alignment divides it (checked in baton_lock_new). */
-#define HEADER_SIZE                                                                              \
-    ((sizeof(struct lock_block) + sizeof(struct baton_lock) + BATON_CACHELINE - 1) /             \
-     BATON_CACHELINE * BATON_CACHELINE)
+#define HEADER_SIZE                                                                                          \
+    ((sizeof(struct lock_block) + sizeof(struct baton_lock) + BATON_CACHELINE - 1) / BATON_CACHELINE *       \
+     BATON_CACHELINE)
 
-static inline void *state_of(const baton_lock_t *l)
-{
-    return (char *)(uintptr_t)l + BATON_LOCK_STATE;
-}
+static inline void *state_of(const baton_lock_t *l) { return (char *)(uintptr_t)l + BATON_LOCK_STATE; }
 
 static inline struct lock_block *block_of(const baton_lock_t *l)
 {
@@ -70,12 +67,18 @@ static inline struct lock_block *block_of(const baton_lock_t *l)
 
 /* Kinds without lock/unlock (pure delegation: rcl, ccsynch) get these. */
 static void no_lock(void *s) { (void)s; }
-static int no_unlock(void *s) { (void)s; return ENOTSUP; }
+static int no_unlock(void *s)
+{
+    (void)s;
+    return ENOTSUP;
+}
 
 static int not_offered(const struct lock_block *b, const char *what)
 {
-    return baton_fail(ENOTSUP, "%s: lock kind '%s' offers execute and delegate only; use "
-                               "baton_execute() or a kind with lock/unlock", what, b->kind->name);
+    return baton_fail(ENOTSUP,
+                      "%s: lock kind '%s' offers execute and delegate only; use "
+                      "baton_execute() or a kind with lock/unlock",
+                      what, b->kind->name);
 }
 
 /* --- the kinds' shared tables of hot operations ----------------------------
@@ -197,8 +200,7 @@ static int checked_lock(baton_lock_t *l)
     struct lock_block *b = block_of(l);
     uintptr_t self = baton_thread_token();
     if (atomic_load_explicit(&b->owner, memory_order_relaxed) == self)
-        return baton_fail(EDEADLK, "lock '%s' locked again by its owner (locks are not recursive)",
-                          b->spec);
+        return baton_fail(EDEADLK, "lock '%s' locked again by its owner (locks are not recursive)", b->spec);
     l->ops->lock(state_of(l));
     /* Relaxed: only the owner writes it while holding; readers compare it
      * against their own token, which no other thread stores. */
@@ -291,15 +293,12 @@ int baton_unlock(baton_lock_t *l)
  * timespec is taken).  A kind without a timed acquisition answers ENOTSUP
  * whether or not it would block, so that its callers find out at once. */
 
-static bool clock_supported(clockid_t clock)
-{
-    return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
-}
+static bool clock_supported(clockid_t clock) { return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC; }
 
 static int bad_clock(baton_lock_t *l, const char *what, clockid_t clock)
 {
-    return baton_fail(EINVAL, "%s on lock '%s': clock %d is neither CLOCK_REALTIME nor CLOCK_MONOTONIC",
-                      what, block_of(l)->spec, (int)clock);
+    return baton_fail(EINVAL, "%s on lock '%s': clock %d is neither CLOCK_REALTIME nor CLOCK_MONOTONIC", what,
+                      block_of(l)->spec, (int)clock);
 }
 
 /* The blocking half: check the deadline, then wait through the kind. */
@@ -315,8 +314,9 @@ static int timed_wait(baton_lock_t *l, int (*op)(void *, const baton_deadline_t 
 
 static int no_timed(baton_lock_t *l, const char *what)
 {
-    return baton_fail(ENOTSUP, "%s: lock kind '%s' has no timed acquisition (docs/architecture.md, "
-                               "\"Timed waits\", says why); use baton_lock() or baton_trylock()",
+    return baton_fail(ENOTSUP,
+                      "%s: lock kind '%s' has no timed acquisition (docs/architecture.md, "
+                      "\"Timed waits\", says why); use baton_lock() or baton_trylock()",
                       what, block_of(l)->kind->name);
 }
 
@@ -358,8 +358,10 @@ static inline int self_deadlock(baton_lock_t *l, const char *what)
             atomic_load_explicit(&block_of(l)->owner, memory_order_relaxed) != baton_thread_token())
             return 0;
     }
-    return baton_fail(EDEADLK, "%s on lock '%s' by a thread that holds it or is running one of "
-                               "its critical sections (it would wait for itself)", what, block_of(l)->spec);
+    return baton_fail(EDEADLK,
+                      "%s on lock '%s' by a thread that holds it or is running one of "
+                      "its critical sections (it would wait for itself)",
+                      what, block_of(l)->spec);
 }
 
 static int run_locked(baton_lock_t *l, baton_fn fn, void *ctx)
@@ -384,12 +386,13 @@ int baton_execute(baton_lock_t *l, baton_fn fn, void *ctx)
     return run_locked(l, fn, ctx);
 }
 
-static int delegate_common(baton_lock_t *l, baton_fn fn, const void *args, size_t size,
-                           baton_future_t *f)
+static int delegate_common(baton_lock_t *l, baton_fn fn, const void *args, size_t size, baton_future_t *f)
 {
     if (size > BATON_ARGS_MAX)
-        return baton_fail(EINVAL, "delegate: %zu bytes of arguments, more than BATON_ARGS_MAX (%d); "
-                                  "pass a pointer to them instead", size, BATON_ARGS_MAX);
+        return baton_fail(EINVAL,
+                          "delegate: %zu bytes of arguments, more than BATON_ARGS_MAX (%d); "
+                          "pass a pointer to them instead",
+                          size, BATON_ARGS_MAX);
     int rc = self_deadlock(l, "delegate");
     if (BATON_UNLIKELY(rc != 0))
         return rc;
@@ -411,8 +414,7 @@ int baton_delegate(baton_lock_t *l, baton_fn fn, const void *args, size_t size)
     return delegate_common(l, fn, args, size, NULL);
 }
 
-int baton_delegate_future(baton_lock_t *l, baton_fn fn, const void *args, size_t size,
-                          baton_future_t *f)
+int baton_delegate_future(baton_lock_t *l, baton_fn fn, const void *args, size_t size, baton_future_t *f)
 {
     baton_future_prepare(f, &block_of(l)->fwait);
     int rc = delegate_common(l, fn, args, size, f);
@@ -483,37 +485,19 @@ int baton_is_locked(baton_lock_t *l)
     return block_of(l)->kind->is_locked ? block_of(l)->kind->is_locked(state_of(l)) : 0;
 }
 
-void *baton_lock_state(baton_lock_t *l)
-{
-    return state_of(l);
-}
+void *baton_lock_state(baton_lock_t *l) { return state_of(l); }
 
-const baton_kind_t *baton_lock_ops(const baton_lock_t *l)
-{
-    return block_of(l)->kind;
-}
+const baton_kind_t *baton_lock_ops(const baton_lock_t *l) { return block_of(l)->kind; }
 
-int baton_lock_timed(const baton_lock_t *l)
-{
-    return block_of(l)->timed;
-}
+int baton_lock_timed(const baton_lock_t *l) { return block_of(l)->timed; }
 
-int baton_lock_checks(const baton_lock_t *l)
-{
-    return block_of(l)->check;
-}
+int baton_lock_checks(const baton_lock_t *l) { return block_of(l)->check; }
 
-const char *baton_lock_spec(const baton_lock_t *l)
-{
-    return block_of(l)->spec;
-}
+const char *baton_lock_spec(const baton_lock_t *l) { return block_of(l)->spec; }
 
 const baton_kind_info_t *baton_lock_kind(const baton_lock_t *l)
 {
     return baton_registry_info(block_of(l)->kind);
 }
 
-const char *baton_version(void)
-{
-    return BATON_VERSION_STRING;
-}
+const char *baton_version(void) { return BATON_VERSION_STRING; }

@@ -49,12 +49,16 @@ static int unlock_op(void *l) { return baton_unlock(l); }
 static int wait_on(baton_cond_t *c, baton_lock_t *l, clockid_t clock, const struct timespec *abstime)
 {
     if (!(baton_lock_kind(l)->caps & BATON_CAP_LOCK))
-        return baton_fail(ENOTSUP, "condition wait: lock kind '%s' offers execute and delegate only "
-                                   "(no lock to release while waiting)", baton_lock_kind(l)->name);
+        return baton_fail(ENOTSUP,
+                          "condition wait: lock kind '%s' offers execute and delegate only "
+                          "(no lock to release while waiting)",
+                          baton_lock_kind(l)->name);
     if (baton_cs_inside(baton_lock_state(l)))
-        return baton_fail(ENOTSUP, "condition wait on lock '%s' from inside one of its execute/delegate "
-                                   "operations, which may run on another thread: wait with the lock held "
-                                   "through baton_lock() instead", baton_lock_spec(l));
+        return baton_fail(ENOTSUP,
+                          "condition wait on lock '%s' from inside one of its execute/delegate "
+                          "operations, which may run on another thread: wait with the lock held "
+                          "through baton_lock() instead",
+                          baton_lock_spec(l));
     const baton_cv_mutex_t m = {.unlock = unlock_op, .lock = lock_op, .m = l};
     return baton_cv_wait(&c->cv, &m, clock, abstime);
 }
@@ -66,10 +70,7 @@ static int check_deadline(const struct timespec *abstime)
     return 0;
 }
 
-int baton_cond_wait(baton_cond_t *c, baton_lock_t *l)
-{
-    return wait_on(c, l, CLOCK_REALTIME, NULL);
-}
+int baton_cond_wait(baton_cond_t *c, baton_lock_t *l) { return wait_on(c, l, CLOCK_REALTIME, NULL); }
 
 int baton_cond_clockwait(baton_cond_t *c, baton_lock_t *l, clockid_t clock, const struct timespec *abstime)
 {

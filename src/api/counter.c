@@ -102,8 +102,7 @@ void baton_counter_add(baton_counter_t *c, uint64_t v)
     /* Only this thread writes its cell while it lives, so a load and a store
      * (no locked instruction) suffice.  Relaxed: readers want a sum, not an
      * order; the owner's next write, or thread exit, is what they wait for. */
-    baton_store(&cell->value, baton_load(&cell->value, memory_order_relaxed) + v,
-                memory_order_relaxed);
+    baton_store(&cell->value, baton_load(&cell->value, memory_order_relaxed) + v, memory_order_relaxed);
 }
 
 uint64_t baton_counter_read(const baton_counter_t *c)

@@ -24,9 +24,14 @@
 static baton_spec_tail_t tail_of(const baton_kind_t *k)
 {
     return (baton_spec_tail_t){
-        .what = "lock", .name = k->name, .takes_wait = (k->caps & BATON_CAP_WAIT) != 0,
-        .waits = k->waits, .default_wait = k->default_wait, .options = k->options,
-        .noptions = k->noptions, .check = true,
+        .what = "lock",
+        .name = k->name,
+        .takes_wait = (k->caps & BATON_CAP_WAIT) != 0,
+        .waits = k->waits,
+        .default_wait = k->default_wait,
+        .options = k->options,
+        .noptions = k->noptions,
+        .check = true,
     };
 }
 
@@ -54,8 +59,8 @@ static int parse_at(const char *text, baton_spec_t *s, size_t at, size_t *inner_
     if (k->wrapper) {
         /* kind(<inner spec>): find the matching parenthesis. */
         if (*p != '(')
-            return baton_fail(EINVAL, "'%s' wraps another kind: write %s(<kind>), e.g. %s(mcs)",
-                              k->name, k->name, k->name);
+            return baton_fail(EINVAL, "'%s' wraps another kind: write %s(<kind>), e.g. %s(mcs)", k->name,
+                              k->name, k->name);
         int depth = 0;
         const char *q = p;
         for (; *q; q++) {
@@ -123,7 +128,8 @@ int baton_lockspec_set(baton_spec_node_t *n, const char *name, uint64_t v)
 
 /* snprintf's contract for a piece: append to buf[*used..size), count what
  * would have been written in full. */
-__attribute__((format(printf, 4, 5))) static void put(char *buf, size_t size, size_t *used, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void put(char *buf, size_t size, size_t *used, const char *fmt,
+                                                      ...)
 {
     va_list ap;
     va_start(ap, fmt);

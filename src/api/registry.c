@@ -12,24 +12,10 @@
 #include <string.h>
 
 static const baton_kind_t *const kinds[] = {
-    &baton_kind_tas,
-    &baton_kind_ttas,
-    &baton_kind_ticket,
-    &baton_kind_mcs,
-    &baton_kind_clh,
-    &baton_kind_onespinner,
-    &baton_kind_relay,
-    &baton_kind_runner,
-    &baton_kind_pthread,
-    &baton_kind_rcl,
-    &baton_kind_server,
-    &baton_kind_fc,
-    &baton_kind_ccsynch,
-    &baton_kind_qd,
-    &baton_kind_mrqd,
-    &baton_kind_hqd,
-    &baton_kind_rw,
-    &baton_kind_elide,
+    &baton_kind_tas,        &baton_kind_ttas,  &baton_kind_ticket,  &baton_kind_mcs,     &baton_kind_clh,
+    &baton_kind_onespinner, &baton_kind_relay, &baton_kind_runner,  &baton_kind_pthread, &baton_kind_rcl,
+    &baton_kind_server,     &baton_kind_fc,    &baton_kind_ccsynch, &baton_kind_qd,      &baton_kind_mrqd,
+    &baton_kind_hqd,        &baton_kind_rw,    &baton_kind_elide,
 };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
@@ -62,11 +48,18 @@ static void build_infos(void)
         baton_option_info_t *oi = option_infos[i];
         for (size_t j = 0; j < k->noptions; j++) {
             const baton_option_desc_t *d = &k->options[j];
-            oi[j] = (baton_option_info_t){.name = d->name, .min = d->min, .max = d->max, .def = d->def,
-                                          .help = d->help, .flags = option_flags(d->min, d->max)};
+            oi[j] = (baton_option_info_t){.name = d->name,
+                                          .min = d->min,
+                                          .max = d->max,
+                                          .def = d->def,
+                                          .help = d->help,
+                                          .flags = option_flags(d->min, d->max)};
         }
         oi[k->noptions] = (baton_option_info_t){
-            .name = "check", .min = 0, .max = 1, .def = BATON_DEBUG,
+            .name = "check",
+            .min = 0,
+            .max = 1,
+            .def = BATON_DEBUG,
             .help = "track the owner and report misuse (EPERM, EBUSY) even where the kind does not",
             .flags = BATON_OPTION_SWITCH | BATON_OPTION_COMMON};
         noption_infos[i] = k->noptions + 1;
@@ -127,10 +120,7 @@ const baton_kind_info_t *baton_registry_info(const baton_kind_t *k)
     return NULL;
 }
 
-const baton_kind_t *baton_registry_at(size_t i)
-{
-    return i < NKINDS ? kinds[i] : NULL;
-}
+const baton_kind_t *baton_registry_at(size_t i) { return i < NKINDS ? kinds[i] : NULL; }
 
 size_t baton_registry_index(const baton_kind_t *k)
 {
@@ -165,7 +155,4 @@ size_t baton_registry_names(char *buf, size_t size)
     return used;
 }
 
-const char *baton_wait_policy_name(unsigned kind)
-{
-    return baton_wait_name((baton_wait_kind)kind);
-}
+const char *baton_wait_policy_name(unsigned kind) { return baton_wait_name((baton_wait_kind)kind); }

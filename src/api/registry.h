@@ -48,8 +48,8 @@ int baton_lockspec_opts(const baton_spec_t *s, const char *canon, baton_opts_t *
  * once; on error returns an errno value and sets the last-error message.
  * `canon` receives the canonical spec (cut short if it does not fit); a
  * wrapper's inner spec points into `spec`. */
-int baton_spec_parse(const char *spec, const baton_kind_t **kind, baton_opts_t *opts,
-                     char *canon, size_t canon_size);
+int baton_spec_parse(const char *spec, const baton_kind_t **kind, baton_opts_t *opts, char *canon,
+                     size_t canon_size);
 
 /* Is the lock held?  (The kind's is_locked: a racy, relaxed look, for
  * is_locked of wrapper kinds.)  Internal: used by rw(<kind>). */

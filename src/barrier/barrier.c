@@ -269,8 +269,14 @@ baton_barrier_t *baton_barrier_new(const char *spec, unsigned n)
     const baton_option_desc_t *opts;
     size_t nopts = bar_options(k, &opts);
     baton_spec_tail_t tail = {
-        .what = "barrier", .name = k->name, .takes_wait = true, .waits = k->waits,
-        .default_wait = k->default_wait, .options = opts, .noptions = nopts, .check = false,
+        .what = "barrier",
+        .name = k->name,
+        .takes_wait = true,
+        .waits = k->waits,
+        .default_wait = k->default_wait,
+        .options = opts,
+        .noptions = nopts,
+        .check = false,
     };
     baton_opts_t o;
     memset(&o, 0, sizeof o);
@@ -326,8 +332,10 @@ int baton_barrier_free(baton_barrier_t *b)
         /* Acquire: pairs with the release in baton_barrier_wait(), so that a
          * thread that has left is done with the barrier before we free it. */
         if (baton_load(&b->seats[r].inside, memory_order_acquire) != 0)
-            return baton_fail(EBUSY, "barrier '%s': a thread is still inside baton_barrier_wait "
-                                     "(rank %u); nothing was freed", b->spec, r);
+            return baton_fail(EBUSY,
+                              "barrier '%s': a thread is still inside baton_barrier_wait "
+                              "(rank %u); nothing was freed",
+                              b->spec, r);
     /* No release callback runs for this barrier once this returns; records
      * of threads still alive are freed below (their slot entries die with
      * the owner's serial). */
@@ -336,7 +344,4 @@ int baton_barrier_free(baton_barrier_t *b)
     return 0;
 }
 
-const char *baton_barrier_spec(const baton_barrier_t *b)
-{
-    return b->spec;
-}
+const char *baton_barrier_spec(const baton_barrier_t *b) { return b->spec; }

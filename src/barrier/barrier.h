@@ -52,9 +52,9 @@ _Static_assert(BAR_MAX_ROUNDS * sizeof(uint32_t) <= BATON_CACHELINE, "a seat's f
 typedef struct bar_seat {
     _Alignas(BATON_CACHELINE) _Atomic uint32_t inside; /* 1 while the holder waits (free's EBUSY) */
     uint32_t rank;
-    uint32_t group;       /* twolevel: the rank's group */
-    uint32_t episode;     /* episodes this rank has completed, mod 2^31 (dissemination, tournament) */
-    uint32_t taken;       /* a live thread holds it (under the barrier's lock) */
+    uint32_t group;   /* twolevel: the rank's group */
+    uint32_t episode; /* episodes this rank has completed, mod 2^31 (dissemination, tournament) */
+    uint32_t taken;   /* a live thread holds it (under the barrier's lock) */
     _Alignas(BATON_CACHELINE) _Atomic uint32_t flag[BAR_MAX_ROUNDS]; /* signals from other ranks */
 } bar_seat_t;
 
@@ -71,12 +71,12 @@ typedef struct bar_kind bar_kind_t;
 struct baton_barrier {
     /* Read by every wait: the first line. */
     _Alignas(BATON_CACHELINE) const bar_kind_t *kind;
-    void *state;               /* the kind's, kind->size bytes, cache-line aligned */
-    bar_seat_t *seats;         /* n of them */
+    void *state;       /* the kind's, kind->size bytes, cache-line aligned */
+    bar_seat_t *seats; /* n of them */
     unsigned n;
-    baton_wait_t wait;         /* the resolved policy */
-    uint64_t yield_ns;         /* the yield phase before the policy; 0: none */
-    baton_slot_owner_t owner;  /* finds a thread's bar_member_t */
+    baton_wait_t wait;        /* the resolved policy */
+    uint64_t yield_ns;        /* the yield phase before the policy; 0: none */
+    baton_slot_owner_t owner; /* finds a thread's bar_member_t */
 
     /* Seats changing hands (first waits, thread exits): under mu. */
     _Alignas(BATON_CACHELINE) baton_syslock_t mu;
@@ -86,23 +86,23 @@ struct baton_barrier {
      * [group_first[g], group_first[g + 1]); a thread takes a seat in the
      * group of the CPU it first waits on when one is free. */
     unsigned ngroups;
-    uint32_t *group_first;     /* ngroups + 1 entries */
-    uint16_t *cpu_group;       /* ncpus entries; NULL with one group */
+    uint32_t *group_first; /* ngroups + 1 entries */
+    uint16_t *cpu_group;   /* ncpus entries; NULL with one group */
     int ncpus;
 
     uint64_t value[BATON_KIND_MAX_OPTIONS]; /* resolved option values, in table order */
-    char spec[160];            /* canonical */
+    char spec[160];                         /* canonical */
 };
 
 /* A barrier kind: one per file, listed in registry.c. */
 struct bar_kind {
     const char *name;
     const char *summary;
-    unsigned waits;          /* accepted policies (BATON_WAIT_BIT) */
-    uint8_t default_wait;    /* baton_wait_kind or BATON_WAIT_AUTO */
+    unsigned waits;                     /* accepted policies (BATON_WAIT_BIT) */
+    uint8_t default_wait;               /* baton_wait_kind or BATON_WAIT_AUTO */
     const baton_option_desc_t *options; /* the kind's own; registry.c adds the common ones */
     size_t noptions;
-    size_t size;             /* of the state */
+    size_t size; /* of the state */
     /* State and seats are zeroed, b->n, b->wait, b->value and the seats'
      * ranks set; one seat group.  Returns 0 or an errno value (with
      * baton_fail()). */
@@ -176,10 +176,7 @@ static inline bool bar_arrive(_Atomic uint64_t *tickets, uint32_t size, uint32_t
 }
 
 /* Seat with rank r. */
-static inline bar_seat_t *bar_seat(const baton_barrier_t *b, unsigned r)
-{
-    return &b->seats[r];
-}
+static inline bar_seat_t *bar_seat(const baton_barrier_t *b, unsigned r) { return &b->seats[r]; }
 
 /* ceil(log2(n)): the rounds of dissemination and tournament. */
 static inline unsigned bar_rounds(unsigned n)

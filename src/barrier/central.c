@@ -59,7 +59,8 @@ static int central_wait(baton_barrier_t *b, bar_seat_t *seat)
 
 const bar_kind_t bar_kind_central = {
     .name = "central",
-    .summary = "one shared counter (a ticket per arrival); the last arriver publishes the episode to one word",
+    .summary =
+        "one shared counter (a ticket per arrival); the last arriver publishes the episode to one word",
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(central_t),

@@ -46,7 +46,8 @@ static int diss_wait(baton_barrier_t *b, bar_seat_t *seat)
 
 const bar_kind_t bar_kind_dissemination = {
     .name = "dissemination",
-    .summary = "ceil(log2 n) rounds of point-to-point signals, no shared counter; lowest latency with a core per thread",
+    .summary =
+        "ceil(log2 n) rounds of point-to-point signals, no shared counter; lowest latency with a core per thread",
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = 0,

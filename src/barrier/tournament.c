@@ -61,7 +61,8 @@ static int tour_wait(baton_barrier_t *b, bar_seat_t *seat)
 
 const bar_kind_t bar_kind_tournament = {
     .name = "tournament",
-    .summary = "ceil(log2 n) rounds of fixed pairwise matches up to rank 0, which releases everyone through one word",
+    .summary =
+        "ceil(log2 n) rounds of fixed pairwise matches up to rank 0, which releases everyone through one word",
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .size = sizeof(tournament_t),

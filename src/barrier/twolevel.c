@@ -37,14 +37,14 @@
 
 typedef struct tl_group {
     _Alignas(BATON_CACHELINE) _Atomic uint64_t tickets;
-    uint32_t size;               /* places in the group */
-    _Atomic uint32_t near;       /* the episode word, with one group and few threads */
+    uint32_t size;         /* places in the group */
+    _Atomic uint32_t near; /* the episode word, with one group and few threads */
 } tl_group_t;
 
 typedef struct twolevel {
     _Alignas(BATON_CACHELINE) _Atomic uint64_t tickets; /* groups' last arrivers */
-    _Atomic uint32_t near;       /* the episode word beside them, for few threads */
-    _Alignas(BATON_CACHELINE) _Atomic uint32_t far; /* the episode word on its own line */
+    _Atomic uint32_t near;                              /* the episode word beside them, for few threads */
+    _Alignas(BATON_CACHELINE) _Atomic uint32_t far;     /* the episode word on its own line */
     /* Read-only after init. */
     _Alignas(BATON_CACHELINE) _Atomic uint32_t *episode;
     tl_group_t *groups;
@@ -191,7 +191,8 @@ static int tl_wait(baton_barrier_t *b, bar_seat_t *seat)
 
 const bar_kind_t bar_kind_twolevel = {
     .name = "twolevel",
-    .summary = "a counter per core group (NUMA node or cache-sharing cores), then a global one; every waiter waits on one global word",
+    .summary =
+        "a counter per core group (NUMA node or cache-sharing cores), then a global one; every waiter waits on one global word",
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
     .options = tl_options,

@@ -32,10 +32,7 @@ static inline void baton_cs_enter(baton_cs_frame_t *f, const void *lock)
     baton_cs_top = f;
 }
 
-static inline void baton_cs_leave(baton_cs_frame_t *f)
-{
-    baton_cs_top = f->up;
-}
+static inline void baton_cs_leave(baton_cs_frame_t *f) { baton_cs_top = f->up; }
 
 /* Is the calling thread running a critical section of `lock`? */
 static inline bool baton_cs_inside(const void *lock)

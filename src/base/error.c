@@ -17,12 +17,6 @@ int baton_fail(int err, const char *fmt, ...)
     return err;
 }
 
-void baton_clear_error(void)
-{
-    message[0] = '\0';
-}
+void baton_clear_error(void) { message[0] = '\0'; }
 
-const char *baton_last_error(void)
-{
-    return message;
-}
+const char *baton_last_error(void) { return message; }

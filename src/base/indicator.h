@@ -118,9 +118,8 @@ static inline void ri_hold_back(_Atomic uint32_t *write_barrier)
  * writers cannot starve readers; it lowers it once in.  Waiting goes through
  * the wait layer's pause; once the policy would park, the reader yields
  * instead (writers leave on their own and wake no one). */
-static inline void ri_rlock(const ri_t *r, _Atomic uint32_t *writer_word,
-                            _Atomic uint32_t *write_barrier, uint32_t patience_limit,
-                            const baton_wait_t *wait)
+static inline void ri_rlock(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
+                            uint32_t patience_limit, const baton_wait_t *wait)
 {
     bool raised = false;
     uint32_t patience = 0;

@@ -23,20 +23,20 @@ typedef struct baton_option_desc {
 
 /* The parsed spec, as a kind's init sees it. */
 typedef struct baton_opts {
-    baton_wait_t wait;          /* resolved policy (kinds with BATON_CAP_WAIT) */
+    baton_wait_t wait;                      /* resolved policy (kinds with BATON_CAP_WAIT) */
     uint64_t value[BATON_KIND_MAX_OPTIONS]; /* kind options, in table order */
-    int check;                  /* owner checking requested */
-    const char *inner;          /* wrapper kinds: the inner lock's spec */
+    int check;                              /* owner checking requested */
+    const char *inner;                      /* wrapper kinds: the inner lock's spec */
     size_t inner_len;
 } baton_opts_t;
 
 typedef struct baton_kind {
     const char *name;
     const char *summary;
-    unsigned caps;               /* BATON_CAP_* */
-    unsigned waits;              /* accepted policies (BATON_WAIT_BIT) */
-    uint8_t default_wait;        /* baton_wait_kind, BATON_WAIT_AUTO or BATON_NO_WAIT */
-    size_t size, align;          /* of the lock state */
+    unsigned caps;        /* BATON_CAP_* */
+    unsigned waits;       /* accepted policies (BATON_WAIT_BIT) */
+    uint8_t default_wait; /* baton_wait_kind, BATON_WAIT_AUTO or BATON_NO_WAIT */
+    size_t size, align;   /* of the lock state */
     const baton_option_desc_t *options;
     size_t noptions;
     int (*init)(void *state, const baton_opts_t *o);
@@ -115,10 +115,10 @@ static inline size_t baton_alloc_cost(size_t align, size_t size)
  * without including a layer above it: the wrappers (rw, elide) sit above
  * the API, since they create their inner lock through it.  The linker
  * resolves the names; nothing here depends on the kinds' code. */
-extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, baton_kind_mcs,
-    baton_kind_clh, baton_kind_onespinner, baton_kind_relay, baton_kind_runner, baton_kind_pthread;
-extern const baton_kind_t baton_kind_qd, baton_kind_mrqd, baton_kind_hqd, baton_kind_rcl,
-    baton_kind_fc, baton_kind_ccsynch, baton_kind_rw, baton_kind_elide;
+extern const baton_kind_t baton_kind_tas, baton_kind_ttas, baton_kind_ticket, baton_kind_mcs, baton_kind_clh,
+    baton_kind_onespinner, baton_kind_relay, baton_kind_runner, baton_kind_pthread;
+extern const baton_kind_t baton_kind_qd, baton_kind_mrqd, baton_kind_hqd, baton_kind_rcl, baton_kind_fc,
+    baton_kind_ccsynch, baton_kind_rw, baton_kind_elide;
 extern const baton_kind_t baton_kind_server; /* src/server/: server, ,chain, ,hier, ,hier,chain */
 
 /* --- adapters: the table's trampolines, written once ----------------------
@@ -156,20 +156,20 @@ extern const baton_kind_t baton_kind_server; /* src/server/: server, ,chain, ,hi
 #define BATON_KIND_SIG_timedlock int, (, const baton_deadline_t *d), (, d), return
 #define BATON_KIND_SIG_timed bool, (), (), return
 #define BATON_KIND_SIG_execute int, (, baton_fn fn, void *ctx), (, fn, ctx), return
-#define BATON_KIND_SIG_delegate                                                                    \
+#define BATON_KIND_SIG_delegate                                                                              \
     int, (, baton_fn fn, const void *args, size_t size, baton_future_t *f), (, fn, args, size, f), return
 #define BATON_KIND_SIG_rlock void, (), (),
 #define BATON_KIND_SIG_runlock void, (), (),
 #define BATON_KIND_SIG_tryrlock int, (), (), return
 #define BATON_KIND_SIG_timedrlock int, (, const baton_deadline_t *d), (, d), return
 #define BATON_KIND_SIG_has_readers int, (), (), return
-#define BATON_KIND_SIG_stats void, (, baton_stats_t *out), (, out),
+#define BATON_KIND_SIG_stats void, (, baton_stats_t * out), (, out),
 
 /* Helpers: a row's parenthesised list without its parentheses, and the
  * generated function itself. */
 #define BATON_KIND_LIST_(...) __VA_ARGS__
 #define BATON_KIND_OPEN_(list) BATON_KIND_LIST_ list
-#define BATON_KIND_FN_(ret, params, passed, ret_kw, op, call, first, decl)                        \
+#define BATON_KIND_FN_(ret, params, passed, ret_kw, op, call, first, decl)                                   \
     static ret k_##op(void *s BATON_KIND_OPEN_(params)) { decl ret_kw call(first BATON_KIND_OPEN_(passed)); }
 #define BATON_KIND_EXPAND_(m, ...) m(__VA_ARGS__)
 
@@ -178,29 +178,29 @@ extern const baton_kind_t baton_kind_server; /* src/server/: server, ,chain, ,hi
 
 /* k_<op>: call(arg, ...), arg an expression of `l`, the state as a T *
  * (a member, or the address of one). */
-#define BATON_KIND_ADAPT_AT(op, T, call, arg)                                                      \
+#define BATON_KIND_ADAPT_AT(op, T, call, arg)                                                                \
     BATON_KIND_EXPAND_(BATON_KIND_FN_, BATON_KIND_SIG_##op, op, call, arg, T *l = s;)
 
 /* k_init for a typed init that takes the waiting policy and nothing else. */
-#define BATON_KIND_ADAPT_INIT_WAIT(call)                                                           \
+#define BATON_KIND_ADAPT_INIT_WAIT(call)                                                                     \
     static int k_init(void *s, const baton_opts_t *o) { return call(s, &o->wait); }
 
 /* The mutex kinds of src/locks/: every entry from baton_<name>_destroy,
  * _lock, _trylock, _unlock, _is_locked and _timedlock; init and release
  * are the kind's (its own, or BATON_KIND_ADAPT_INIT_WAIT/ADAPT). */
-#define BATON_KIND_ADAPT_MUTEX(name)                                                               \
-    BATON_KIND_ADAPT(destroy, baton_##name##_destroy)                                              \
-    BATON_KIND_ADAPT(lock, baton_##name##_lock)                                                    \
-    BATON_KIND_ADAPT(trylock, baton_##name##_trylock)                                              \
-    BATON_KIND_ADAPT(unlock, baton_##name##_unlock)                                                \
-    BATON_KIND_ADAPT(is_locked, baton_##name##_is_locked)                                          \
+#define BATON_KIND_ADAPT_MUTEX(name)                                                                         \
+    BATON_KIND_ADAPT(destroy, baton_##name##_destroy)                                                        \
+    BATON_KIND_ADAPT(lock, baton_##name##_lock)                                                              \
+    BATON_KIND_ADAPT(trylock, baton_##name##_trylock)                                                        \
+    BATON_KIND_ADAPT(unlock, baton_##name##_unlock)                                                          \
+    BATON_KIND_ADAPT(is_locked, baton_##name##_is_locked)                                                    \
     BATON_KIND_ADAPT(timedlock, baton_##name##_timedlock)
 
 /* The table's members a mutex kind fills in with its k_ functions (all
  * but release, which the kind names: k_release, or k_unlock where its
  * unlock needs no owner and leaves a free lock free). */
-#define BATON_KIND_MUTEX_OPS                                                                       \
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock, .unlock = k_unlock, \
+#define BATON_KIND_MUTEX_OPS                                                                                 \
+    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock, .unlock = k_unlock,          \
     .is_locked = k_is_locked, .timedlock = k_timedlock
 
 #endif

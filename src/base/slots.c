@@ -10,7 +10,7 @@
 _Thread_local baton_slot_table_t baton_slots __attribute__((tls_model("initial-exec")));
 
 static baton_syslock_t live_mutex = BATON_SYSLOCK_INIT;
-static uint64_t next_serial = 1;     /* under live_mutex */
+static uint64_t next_serial = 1; /* under live_mutex */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -21,9 +21,9 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
  * owner is gone, so liveness is decided by serial (unique for the
  * process's life) without touching the owner. */
 static struct {
-    uint64_t *key;               /* 0: empty */
+    uint64_t *key; /* 0: empty */
     baton_slot_owner_t **owner;
-    size_t cap, n;               /* cap: a power of two, or 0 */
+    size_t cap, n; /* cap: a power of two, or 0 */
 } live;
 
 static size_t home(uint64_t serial)
@@ -114,10 +114,7 @@ static void live_remove(uint64_t serial)
     live.n--;
 }
 
-static bool is_live(const baton_slot_owner_t *o, uint64_t serial)
-{
-    return live_find(serial) == o;
-}
+static bool is_live(const baton_slot_owner_t *o, uint64_t serial) { return live_find(serial) == o; }
 
 /* Thread exit: hand every record back to its owner, if the owner lives. */
 static void slots_exit(void *arg)

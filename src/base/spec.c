@@ -30,8 +30,7 @@ static void list_options(char *buf, size_t size, const baton_spec_tail_t *t)
     buf[0] = '\0';
     for (size_t j = 0; j < t->noptions; j++) {
         int n = snprintf(buf + used, size - used, "%s%s=<%llu..%llu>", j ? ", " : "", t->options[j].name,
-                         (unsigned long long)t->options[j].min,
-                         (unsigned long long)t->options[j].max);
+                         (unsigned long long)t->options[j].min, (unsigned long long)t->options[j].max);
         if (n < 0 || (size_t)n >= size - used)
             return;
         used += (size_t)n;
@@ -57,7 +56,8 @@ static int parse_uint(const char *s, size_t len, uint64_t *out)
 int baton_opts_inner(const baton_opts_t *o, char *buf, size_t size)
 {
     if (o->inner_len >= size)
-        return baton_fail(EINVAL, "inner lock spec too long (%zu bytes; at most %zu)", o->inner_len, size - 1);
+        return baton_fail(EINVAL, "inner lock spec too long (%zu bytes; at most %zu)", o->inner_len,
+                          size - 1);
     memcpy(buf, o->inner, o->inner_len);
     buf[o->inner_len] = '\0';
     return 0;
@@ -82,8 +82,8 @@ static int parse_tail(const baton_spec_tail_t *t, const char *spec, const char *
         wait = baton_wait_parse(p, wlen);
         if (wait < 0 || (wait != BATON_WAIT_AUTO && !(t->waits & BATON_WAIT_BIT(wait)))) {
             list_waits(valid, sizeof valid, t->waits);
-            return baton_fail(EINVAL, "unknown wait policy '%.*s' for '%s'; valid policies: %s",
-                              (int)wlen, p, t->name, valid);
+            return baton_fail(EINVAL, "unknown wait policy '%.*s' for '%s'; valid policies: %s", (int)wlen, p,
+                              t->name, valid);
         }
         *named = true;
         p += wlen;
@@ -109,29 +109,30 @@ static int parse_tail(const baton_spec_tail_t *t, const char *spec, const char *
         }
         if (!eq || (eq < p + len && parse_uint(eq + 1, len - nlen - 1, &v) != 0)) {
             list_options(valid, sizeof valid, t);
-            return baton_fail(EINVAL, "bad option '%.*s' for '%s': expected key=<unsigned> (or a bare switch, key alone for key=1); valid options: %s",
-                              (int)len, p, t->name, valid);
+            return baton_fail(
+                EINVAL,
+                "bad option '%.*s' for '%s': expected key=<unsigned> (or a bare switch, key alone for key=1); valid options: %s",
+                (int)len, p, t->name, valid);
         }
         if (t->check && nlen == 5 && memcmp(p, "check", 5) == 0 && v <= 1) {
             *check = (int)v;
         } else {
             size_t j = 0;
-            while (j < t->noptions && !(strlen(t->options[j].name) == nlen &&
-                                        memcmp(t->options[j].name, p, nlen) == 0))
+            while (j < t->noptions &&
+                   !(strlen(t->options[j].name) == nlen && memcmp(t->options[j].name, p, nlen) == 0))
                 j++;
             if (j == t->noptions || v < t->options[j].min || v > t->options[j].max) {
                 list_options(valid, sizeof valid, t);
                 return baton_fail(EINVAL, "%s option '%.*s' for '%s'; valid options: %s",
-                                  j == t->noptions ? "unknown" : "out-of-range", (int)len, p,
-                                  t->name, valid);
+                                  j == t->noptions ? "unknown" : "out-of-range", (int)len, p, t->name, valid);
             }
             value[j] = v;
         }
         p += len;
     }
     if (*p != '\0')
-        return baton_fail(EINVAL, "unexpected '%s' in %s spec '%s' (grammar: kind[:wait][,key=value...])",
-                          p, t->what, spec);
+        return baton_fail(EINVAL, "unexpected '%s' in %s spec '%s' (grammar: kind[:wait][,key=value...])", p,
+                          t->what, spec);
     *waitp = wait;
     return 0;
 }

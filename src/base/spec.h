@@ -19,14 +19,14 @@
 
 /* What the tail parser needs to know of a kind. */
 typedef struct baton_spec_tail {
-    const char *what;       /* "lock" or "barrier": for messages */
-    const char *name;       /* the kind's name */
-    bool takes_wait;        /* a wait policy may follow ':' */
-    unsigned waits;         /* the policies it accepts (BATON_WAIT_BIT) */
-    int default_wait;       /* baton_wait_kind or BATON_WAIT_AUTO, when none is written */
+    const char *what; /* "lock" or "barrier": for messages */
+    const char *name; /* the kind's name */
+    bool takes_wait;  /* a wait policy may follow ':' */
+    unsigned waits;   /* the policies it accepts (BATON_WAIT_BIT) */
+    int default_wait; /* baton_wait_kind or BATON_WAIT_AUTO, when none is written */
     const baton_option_desc_t *options;
-    size_t noptions;        /* at most BATON_KIND_MAX_OPTIONS */
-    bool check;             /* takes check=0|1 (owner checking: the locks) */
+    size_t noptions; /* at most BATON_KIND_MAX_OPTIONS */
+    bool check;      /* takes check=0|1 (owner checking: the locks) */
 } baton_spec_tail_t;
 
 /* Parse p, the rest of `spec` after the kind's name (and a wrapper's inner

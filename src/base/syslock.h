@@ -18,7 +18,10 @@ typedef struct baton_syslock {
     _Atomic uint32_t word;
 } baton_syslock_t;
 
-#define BATON_SYSLOCK_INIT {0}
+#define BATON_SYSLOCK_INIT                                                                                   \
+    {                                                                                                        \
+        0                                                                                                    \
+    }
 
 static inline void baton_syslock_lock(baton_syslock_t *l)
 {

@@ -21,9 +21,9 @@
 #define DIR_CHUNKS (1u << 16)
 
 static _Atomic(baton_qnode_t *) dir[DIR_CHUNKS];
-static uint32_t next_index;                   /* under arena_mutex */
-static baton_qnode_t *free_nodes;             /* under arena_mutex */
-static baton_qnode_t *free_monitors;          /* under arena_mutex */
+static uint32_t next_index;          /* under arena_mutex */
+static baton_qnode_t *free_nodes;    /* under arena_mutex */
+static baton_qnode_t *free_monitors; /* under arena_mutex */
 static baton_syslock_t arena_mutex = BATON_SYSLOCK_INIT;
 static baton_qnode_t first_chunk[CHUNK_NODES];
 /* Taken, as the next chunk, when memory for one fails; only acquires use it
@@ -165,15 +165,9 @@ static baton_qnode_t *qnode_get(bool may_fail)
     return n;
 }
 
-baton_qnode_t *baton_qnode_get_slow(void)
-{
-    return qnode_get(false);
-}
+baton_qnode_t *baton_qnode_get_slow(void) { return qnode_get(false); }
 
-baton_qnode_t *baton_qnode_try_get(void)
-{
-    return qnode_get(true);
-}
+baton_qnode_t *baton_qnode_try_get(void) { return qnode_get(true); }
 
 int baton_qnode_reserve(unsigned n)
 {

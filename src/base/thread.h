@@ -114,7 +114,8 @@ static inline void baton_qnode_recycle(_Atomic(baton_qnode_t *) *list)
 static inline baton_qnode_t *baton_qnode_mine(_Atomic(baton_qnode_t *) *holder)
 {
     baton_qnode_t *n = atomic_load_explicit(holder, memory_order_relaxed);
-    return n != NULL && atomic_load_explicit(&n->owner, memory_order_relaxed) == baton_thread_token() ? n : NULL;
+    return n != NULL && atomic_load_explicit(&n->owner, memory_order_relaxed) == baton_thread_token() ? n
+                                                                                                      : NULL;
 }
 
 /* The node a queue lock records for its holder, whatever thread holds it,

@@ -108,8 +108,8 @@ static double first_number(const char *s, size_t len)
     char buf[128];
     for (size_t i = 0; i < len; i++) {
         bool digit = s[i] >= '0' && s[i] <= '9';
-        bool sign_digit = (s[i] == '-' || s[i] == '+' || s[i] == '.') && i + 1 < len && s[i + 1] >= '0' &&
-                          s[i + 1] <= '9';
+        bool sign_digit =
+            (s[i] == '-' || s[i] == '+' || s[i] == '.') && i + 1 < len && s[i + 1] >= '0' && s[i + 1] <= '9';
         if (!digit && !sign_digit)
             continue;
         size_t n = len - i < sizeof buf - 1 ? len - i : sizeof buf - 1;
@@ -244,7 +244,9 @@ int cmd_advise(int argc, char **argv)
     if (list != NULL) {
         nspecs = split_list(list, specs, sizeof specs / sizeof specs[0]);
     } else {
-        const char *const *d = cls == CLI_MUTEX ? default_locks : cls == CLI_RWLOCK ? default_rwlocks : default_spins;
+        const char *const *d = cls == CLI_MUTEX    ? default_locks
+                               : cls == CLI_RWLOCK ? default_rwlocks
+                                                   : default_spins;
         size_t nd = cls == CLI_MUTEX    ? sizeof default_locks / sizeof *default_locks
                     : cls == CLI_RWLOCK ? sizeof default_rwlocks / sizeof *default_rwlocks
                                         : sizeof default_spins / sizeof *default_spins;
@@ -339,7 +341,8 @@ int cmd_advise(int argc, char **argv)
                 }
                 free(outbuf);
                 if (isnan(v)) {
-                    fprintf(stderr, "\nbaton advise: under %s, '%s' captured no number from the command's stdout\n",
+                    fprintf(stderr,
+                            "\nbaton advise: under %s, '%s' captured no number from the command's stdout\n",
                             label, metric + 13);
                     return 1;
                 }
@@ -365,7 +368,8 @@ int cmd_advise(int argc, char **argv)
 #define SPEEDUP(c) (use_re ? (c)->median / stock->median : stock->median / (c)->median)
     printf("baton advise: %s (%s), %ld run%s each, interleaved\n", use_re ? metric + 13 : "wall seconds",
            use_re ? "higher is better" : "lower is better", repeat, repeat == 1 ? "" : "s");
-    printf("%-28s %12s %12s %12s %8s %9s\n", cli_class_env(cls), "median", "min", "max", "spread", "vs stock");
+    printf("%-28s %12s %12s %12s %8s %9s\n", cli_class_env(cls), "median", "min", "max", "spread",
+           "vs stock");
     size_t best = 0;
     for (size_t k = 0; k < nc; k++) {
         const cand_t *c = &cand[k];
@@ -375,24 +379,30 @@ int cmd_advise(int argc, char **argv)
             best = k;
     }
     const cand_t *b = &cand[best];
-    double gain = stock->median != 0 ? 100.0 * (use_re ? b->median - stock->median : stock->median - b->median) /
-                                           fabs(stock->median)
-                                     : 0;
+    double gain =
+        stock->median != 0
+            ? 100.0 * (use_re ? b->median - stock->median : stock->median - b->median) / fabs(stock->median)
+            : 0;
     double noise = b->spread > stock->spread ? b->spread : stock->spread;
     printf("\n");
     if (gain > noise && gain > 0) {
-        printf("recommendation: %s=%s (%.2fx stock: median %.4g vs %.4g, a %.1f%% gain over a %.1f%% spread)\n",
-               cli_class_env(cls), b->spec, SPEEDUP(b), b->median, stock->median, gain, noise);
-        printf("  baton run --%s '%s' -- %s ...\n", cls == CLI_MUTEX ? "lock" : cls == CLI_RWLOCK ? "rwlock" : "spin",
+        printf(
+            "recommendation: %s=%s (%.2fx stock: median %.4g vs %.4g, a %.1f%% gain over a %.1f%% spread)\n",
+            cli_class_env(cls), b->spec, SPEEDUP(b), b->median, stock->median, gain, noise);
+        printf("  baton run --%s '%s' -- %s ...\n",
+               cls == CLI_MUTEX    ? "lock"
+               : cls == CLI_RWLOCK ? "rwlock"
+                                   : "spin",
                b->spec, cmd[0]);
     } else {
         if (gain <= 0)
-            printf("recommendation: keep the default (stock): the best candidate, %s, is %.2fx stock\n", b->spec,
-                   SPEEDUP(b));
+            printf("recommendation: keep the default (stock): the best candidate, %s, is %.2fx stock\n",
+                   b->spec, SPEEDUP(b));
         else
-            printf("recommendation: keep the default (stock): the best candidate, %s, gains %.1f%%, within the "
-                   "run-to-run spread of %.1f%%\n",
-                   b->spec, gain, noise);
+            printf(
+                "recommendation: keep the default (stock): the best candidate, %s, gains %.1f%%, within the "
+                "run-to-run spread of %.1f%%\n",
+                b->spec, gain, noise);
         if (repeat < 3)
             printf("  (with fewer than 3 runs each the spread says little: try --repeat 5)\n");
     }

@@ -10,24 +10,22 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: baton info [--json FILE] [--no-measure]\n"
-            "\n"
-            "Describe this machine: CPU topology, the features baton's wait\n"
-            "policies use, and what the primitives cost here.\n"
-            "\n"
-            "  --json FILE    also write {\"machine\": {...}} to FILE (\"-\": stdout)\n"
-            "  --no-measure   skip the timed measurements (instant)\n"
-            "  -h, --help     show this help\n");
+    fprintf(f, "usage: baton info [--json FILE] [--no-measure]\n"
+               "\n"
+               "Describe this machine: CPU topology, the features baton's wait\n"
+               "policies use, and what the primitives cost here.\n"
+               "\n"
+               "  --json FILE    also write {\"machine\": {...}} to FILE (\"-\": stdout)\n"
+               "  --no-measure   skip the timed measurements (instant)\n"
+               "  -h, --help     show this help\n");
 }
 
 int cmd_info(int argc, char **argv)
 {
     const char *json_path = NULL;
     bool no_measure = false;
-    const cli_opt_t opts[] = {{"json", CLI_VALUE, 0, 'j', &json_path, "a file name"},
-                              {"no-measure", CLI_FLAG, &no_measure},
-                              {0}};
+    const cli_opt_t opts[] = {
+        {"json", CLI_VALUE, 0, 'j', &json_path, "a file name"}, {"no-measure", CLI_FLAG, &no_measure}, {0}};
     const int prc = cli_getopt("baton info", argc, argv, opts, CLI_NO_OPERANDS, NULL, NULL, usage, NULL);
     if (prc >= 0)
         return prc;
@@ -58,8 +56,7 @@ int cmd_info(int argc, char **argv)
             if (to_stdout ? fflush(f) != 0 : fclose(f) != 0)
                 bad = true;
             if (bad) {
-                fprintf(stderr, "baton info: error writing %s: %s\n", json_path,
-                        strerror(errno));
+                fprintf(stderr, "baton info: error writing %s: %s\n", json_path, strerror(errno));
                 rc = 1;
             }
         }

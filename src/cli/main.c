@@ -11,30 +11,31 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: baton <command> [options]\n"
-            "\n"
-            "commands:\n"
-            "  info                    the machine: topology, features, measured costs\n"
-            "  kinds                   every lock kind, its capabilities and wait policies, and the peers\n"
-            "  bench micro             lock micro-benchmark (S shared, P private lines, L local work)\n"
-            "  bench pq                priority queue (pairing heap): insert / extract_min, delegation\n"
-            "  bench rw                RWBench: readers and writers on a shared 64-entry array\n"
-            "  bench uncontended       cost of one uncontended lock+unlock, typed and dynamic API\n"
-            "  bench elide             memcached-like cache under one lock: elide(<kind>) vs plain locks\n"
-            "  bench barrier           barrier episodes (EPCC): N threads do W of work and meet, vs peers\n"
-            "  bench wake              each wait policy's wake-up latency and CPU burnt, vs spin and park\n"
-            "  bench server            lock servers (basic, chain, hier, hier+chain): throughput, latency, messages\n"
-            "  bench matrix            the default lock against the locks people use, cell by cell: does it ever lose?\n"
-            "  bench apps              real applications (memcached, Kyoto Cabinet, OpenMP) stock vs baton\n"
-            "  plot                    figures and an HTML report from the benches' JSON (Python, matplotlib)\n"
-            "  run                     run a program with baton locks in place of pthread's (LD_PRELOAD)\n"
-            "  profile                 run a program and print the contention of each of its locks\n"
-            "  advise                  time a program stock and under candidate lock kinds; recommend one\n"
-            "  torture                 torture every lock kind under faults (locktorture-style); check everything\n"
-            "  version                 print the version\n"
-            "\n"
-            "'baton <command> --help' describes a command's options.\n");
+    fprintf(
+        f,
+        "usage: baton <command> [options]\n"
+        "\n"
+        "commands:\n"
+        "  info                    the machine: topology, features, measured costs\n"
+        "  kinds                   every lock kind, its capabilities and wait policies, and the peers\n"
+        "  bench micro             lock micro-benchmark (S shared, P private lines, L local work)\n"
+        "  bench pq                priority queue (pairing heap): insert / extract_min, delegation\n"
+        "  bench rw                RWBench: readers and writers on a shared 64-entry array\n"
+        "  bench uncontended       cost of one uncontended lock+unlock, typed and dynamic API\n"
+        "  bench elide             memcached-like cache under one lock: elide(<kind>) vs plain locks\n"
+        "  bench barrier           barrier episodes (EPCC): N threads do W of work and meet, vs peers\n"
+        "  bench wake              each wait policy's wake-up latency and CPU burnt, vs spin and park\n"
+        "  bench server            lock servers (basic, chain, hier, hier+chain): throughput, latency, messages\n"
+        "  bench matrix            the default lock against the locks people use, cell by cell: does it ever lose?\n"
+        "  bench apps              real applications (memcached, Kyoto Cabinet, OpenMP) stock vs baton\n"
+        "  plot                    figures and an HTML report from the benches' JSON (Python, matplotlib)\n"
+        "  run                     run a program with baton locks in place of pthread's (LD_PRELOAD)\n"
+        "  profile                 run a program and print the contention of each of its locks\n"
+        "  advise                  time a program stock and under candidate lock kinds; recommend one\n"
+        "  torture                 torture every lock kind under faults (locktorture-style); check everything\n"
+        "  version                 print the version\n"
+        "\n"
+        "'baton <command> --help' describes a command's options.\n");
 }
 
 static int cmd_kinds(void)
@@ -44,13 +45,21 @@ static int cmd_kinds(void)
     printf("%-12s %-9s %-50s %s\n", "kind", "default", "capabilities", "summary");
     for (size_t i = 0; i < n; i++) {
         char caps[128] = "";
-        static const struct { unsigned bit; const char *name; } names[] = {
-            {BATON_CAP_TRYLOCK, "trylock"}, {BATON_CAP_WAIT, "wait"},
-            {BATON_CAP_OWNER, "owner"},     {BATON_CAP_FIFO, "fifo"},
-            {BATON_CAP_NOCOLLAPSE, "nocollapse"}, {BATON_CAP_EXECUTE, "execute"},
-            {BATON_CAP_DELEGATE, "delegate"}, {BATON_CAP_DETACH, "detach"},
-            {BATON_CAP_RW, "rw"},           {BATON_CAP_SERVER, "server"},
-            {BATON_CAP_WRAPPER, "wrapper"},  {BATON_CAP_TIMED, "timed"}};
+        static const struct {
+            unsigned bit;
+            const char *name;
+        } names[] = {{BATON_CAP_TRYLOCK, "trylock"},
+                     {BATON_CAP_WAIT, "wait"},
+                     {BATON_CAP_OWNER, "owner"},
+                     {BATON_CAP_FIFO, "fifo"},
+                     {BATON_CAP_NOCOLLAPSE, "nocollapse"},
+                     {BATON_CAP_EXECUTE, "execute"},
+                     {BATON_CAP_DELEGATE, "delegate"},
+                     {BATON_CAP_DETACH, "detach"},
+                     {BATON_CAP_RW, "rw"},
+                     {BATON_CAP_SERVER, "server"},
+                     {BATON_CAP_WRAPPER, "wrapper"},
+                     {BATON_CAP_TIMED, "timed"}};
         for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
             if (k[i].caps & names[j].bit)
                 baton_join(caps, sizeof caps, ",", "%s", names[j].name);
@@ -137,8 +146,10 @@ int main(int argc, char **argv)
             return cmd_bench_matrix(argc - 2, argv + 2);
         if (argc >= 3 && !strcmp(argv[2], "apps"))
             return cmd_bench_apps(argc - 2, argv + 2);
-        fprintf(stderr, "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended, elide, barrier, wake, server, matrix, apps\n",
-                argc >= 3 ? argv[2] : "");
+        fprintf(
+            stderr,
+            "baton bench: unknown workload '%s'; valid: micro, pq, rw, uncontended, elide, barrier, wake, server, matrix, apps\n",
+            argc >= 3 ? argv[2] : "");
         return 2;
     }
     fprintf(stderr, "baton: unknown command '%s'\n\n", cmd);

@@ -93,8 +93,7 @@ int cmd_plot(int argc, char **argv)
     } else {
         snprintf(script, sizeof script, "%s/tools/plot/%s", BATON_SOURCE_DIR, PLOT_SCRIPT);
         if (BATON_SOURCE_DIR[0] == '\0' || !is_file(script)) {
-            fprintf(stderr,
-                    "baton plot: cannot find %s (looked in %s/ beside %s and in %s/tools/plot)\n",
+            fprintf(stderr, "baton plot: cannot find %s (looked in %s/ beside %s and in %s/tools/plot)\n",
                     PLOT_SCRIPT, BATON_BIN_TO_PLOT, cli_self_exe(), BATON_SOURCE_DIR);
             return 2;
         }

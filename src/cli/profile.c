@@ -31,8 +31,21 @@ typedef struct proc {
     bool complete;
 } proc_t;
 
-enum { F_ACQ, F_CONT, F_WAIT, F_WMAX, F_HOLD, F_HOLDS, F_SACQ, F_SCONT, F_SWAIT, F_TRYFAIL, F_CONDW, F_DESTROYED,
-       F_COUNT };
+enum {
+    F_ACQ,
+    F_CONT,
+    F_WAIT,
+    F_WMAX,
+    F_HOLD,
+    F_HOLDS,
+    F_SACQ,
+    F_SCONT,
+    F_SWAIT,
+    F_TRYFAIL,
+    F_CONDW,
+    F_DESTROYED,
+    F_COUNT
+};
 
 typedef struct rec {
     size_t proc;
@@ -127,8 +140,8 @@ static void read_report(const char *path)
             if (strcmp(fl[2], "pthread") == 0)
                 snprintf(b, sizeof b, "%s: pthread (glibc's own)", fl[1]);
             else
-                snprintf(b, sizeof b, "%s: %s (%s bytes per lock, %s created, peak %s live)", fl[1], fl[2], fl[3],
-                         fl[6], fl[5]);
+                snprintf(b, sizeof b, "%s: %s (%s bytes per lock, %s created, peak %s live)", fl[1], fl[2],
+                         fl[3], fl[6], fl[5]);
             pr->classes[ncls++] = xstrdup(b);
         } else if (strcmp(fl[0], "memory") == 0 && n >= 3) {
             pr->records = strtoull(fl[1], NULL, 10);
@@ -376,22 +389,10 @@ static void symbolize(bool use_addr2line)
 
 /* --- the table -------------------------------------------------------------------------------- */
 
-static uint64_t acquisitions(const rec_t *r)
-{
-    return r->f[F_ACQ] + r->f[F_SACQ];
-}
-static uint64_t contended(const rec_t *r)
-{
-    return r->f[F_CONT] + r->f[F_SCONT];
-}
-static uint64_t total_wait(const rec_t *r)
-{
-    return r->f[F_WAIT] + r->f[F_SWAIT];
-}
-static uint64_t max_wait(const rec_t *r)
-{
-    return r->f[F_WMAX];
-}
+static uint64_t acquisitions(const rec_t *r) { return r->f[F_ACQ] + r->f[F_SACQ]; }
+static uint64_t contended(const rec_t *r) { return r->f[F_CONT] + r->f[F_SCONT]; }
+static uint64_t total_wait(const rec_t *r) { return r->f[F_WAIT] + r->f[F_SWAIT]; }
+static uint64_t max_wait(const rec_t *r) { return r->f[F_WMAX]; }
 
 static int by_wait(const void *a, const void *b)
 {
@@ -436,7 +437,9 @@ static void print_table(FILE *f, size_t top)
         active += procs[i].records > 0 || !procs[i].complete;
     many = active > 1;
     char t1[32], t2[32], t3[32], t4[32];
-    fprintf(f, "\nbaton profile: %zu lock%s, %" PRIu64 " acquisitions, %s waiting in total; sorted by total wait\n",
+    fprintf(f,
+            "\nbaton profile: %zu lock%s, %" PRIu64
+            " acquisitions, %s waiting in total; sorted by total wait\n",
             nrecs, nrecs == 1 ? "" : "s", acq, fmt_ns(t1, sizeof t1, (double)waits));
     if (nrecs == 0)
         return;
@@ -463,9 +466,11 @@ static void print_table(FILE *f, size_t top)
     }
     if (shown < nrecs)
         fprintf(f, "... %zu more (--top 0 shows every lock)\n", nrecs - shown);
-    fprintf(f, "wait: total time spent blocked; mean and max: per contended acquisition; hold: mean exclusive hold\n"
-               "(every contended hold and a sample of the others, see --help);\n"
-               "shared: reader acquisitions (rwlocks); call site: the return address of the first call on the lock\n");
+    fprintf(
+        f,
+        "wait: total time spent blocked; mean and max: per contended acquisition; hold: mean exclusive hold\n"
+        "(every contended hold and a sample of the others, see --help);\n"
+        "shared: reader acquisitions (rwlocks); call site: the return address of the first call on the lock\n");
 }
 
 /* elide(<kind>): what speculation did on each elided lock. */
@@ -476,8 +481,10 @@ static void print_elision(FILE *f)
         n += recs[i].elided;
     if (n == 0)
         return;
-    fprintf(f, "\nlock elision (%zu lock%s): transactions started, committed, aborts by cause, acquisitions "
-               "that fell back to the lock or skipped speculation\n", n, n == 1 ? "" : "s");
+    fprintf(f,
+            "\nlock elision (%zu lock%s): transactions started, committed, aborts by cause, acquisitions "
+            "that fell back to the lock or skipped speculation\n",
+            n, n == 1 ? "" : "s");
     fprintf(f, "%-24s %11s %7s %10s %10s  %s\n", "lock", "attempts", "commit%", "fallbacks", "skipped",
             "aborts");
     for (size_t i = 0; i < nrecs; i++) {
@@ -507,9 +514,12 @@ static void print_servers(FILE *f)
         n += recs[i].served;
     if (n == 0)
         return;
-    fprintf(f, "\nlock servers (%zu lock%s): messages sent/received by the global server, local servers "
-               "and clients\n", n, n == 1 ? "" : "s");
-    fprintf(f, "%-24s %11s %8s %15s %15s %15s\n", "lock", "acquired", "msg/acq", "global", "local", "clients");
+    fprintf(f,
+            "\nlock servers (%zu lock%s): messages sent/received by the global server, local servers "
+            "and clients\n",
+            n, n == 1 ? "" : "s");
+    fprintf(f, "%-24s %11s %8s %15s %15s %15s\n", "lock", "acquired", "msg/acq", "global", "local",
+            "clients");
     for (size_t i = 0; i < nrecs; i++) {
         const rec_t *r = &recs[i];
         if (!r->served)
@@ -531,8 +541,8 @@ static void print_processes(FILE *f, bool symbolized)
 {
     for (size_t i = 0; i < nprocs; i++) {
         proc_t *p = &procs[i];
-        fprintf(f, "process %d %s: %" PRIu64 " lock record%s (%" PRIu64 " KiB of profiler memory)%s\n", p->pid,
-                p->exe ? p->exe : "?", p->records, p->records == 1 ? "" : "s", p->memory / 1024,
+        fprintf(f, "process %d %s: %" PRIu64 " lock record%s (%" PRIu64 " KiB of profiler memory)%s\n",
+                p->pid, p->exe ? p->exe : "?", p->records, p->records == 1 ? "" : "s", p->memory / 1024,
                 p->complete ? "" : " [report cut short]");
         for (int k = 0; k < 4; k++)
             if (p->classes[k])
@@ -579,7 +589,8 @@ static int write_json(const char *path, char **cmd, int status)
         json_str(f, p->exe);
         fputs(", \"clock\": ", f);
         json_str(f, p->clock);
-        fprintf(f, ", \"locks\": %" PRIu64 ", \"profiler_bytes\": %" PRIu64 ", \"complete\": %s, \"classes\": [",
+        fprintf(f,
+                ", \"locks\": %" PRIu64 ", \"profiler_bytes\": %" PRIu64 ", \"complete\": %s, \"classes\": [",
                 p->records, p->memory, p->complete ? "true" : "false");
         for (int k = 0; k < 4 && p->classes[k]; k++) {
             if (k)
@@ -589,13 +600,14 @@ static int write_json(const char *path, char **cmd, int status)
         fputs("]}", f);
     }
     fputs("],\n \"locks\": [", f);
-    static const char *const names[F_COUNT] = {
-        "acquisitions", "contended", "wait_ns", "max_wait_ns", "hold_ns", "holds", "shared_acquisitions",
-        "shared_contended", "shared_wait_ns", "trylock_failures", "cond_waits", "destroyed"};
+    static const char *const names[F_COUNT] = {"acquisitions",        "contended",        "wait_ns",
+                                               "max_wait_ns",         "hold_ns",          "holds",
+                                               "shared_acquisitions", "shared_contended", "shared_wait_ns",
+                                               "trylock_failures",    "cond_waits",       "destroyed"};
     for (size_t i = 0; i < nrecs; i++) {
         rec_t *r = &recs[i];
-        fprintf(f, "%s\n  {\"pid\": %d, \"type\": \"%s\", \"address\": \"%s\"", i ? "," : "", procs[r->proc].pid,
-                r->type, r->addr);
+        fprintf(f, "%s\n  {\"pid\": %d, \"type\": \"%s\", \"address\": \"%s\"", i ? "," : "",
+                procs[r->proc].pid, r->type, r->addr);
         for (int k = 0; k < F_COUNT; k++)
             fprintf(f, ", \"%s\": %" PRIu64, names[k], r->f[k]);
         fprintf(f, ",\n   \"site\": ");
@@ -626,10 +638,12 @@ static int write_json(const char *path, char **cmd, int status)
             fputc('}', f);
         }
         if (r->elided) {
-            fprintf(f, ",\n   \"elision\": {\"attempts\": %" PRIu64 ", \"commits\": %" PRIu64 ", \"aborts\": {",
+            fprintf(f,
+                    ",\n   \"elision\": {\"attempts\": %" PRIu64 ", \"commits\": %" PRIu64 ", \"aborts\": {",
                     r->tx[TX_ATTEMPTS], r->tx[TX_COMMITS]);
             for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
-                fprintf(f, "%s\"%s\": %" PRIu64, c ? ", " : "", baton_abort_cause_name(c), r->tx[TX_ABORTS + c]);
+                fprintf(f, "%s\"%s\": %" PRIu64, c ? ", " : "", baton_abort_cause_name(c),
+                        r->tx[TX_ABORTS + c]);
             fprintf(f, "}, \"fallbacks\": %" PRIu64 ", \"skipped\": %" PRIu64 "}", r->tx[TX_FALLBACKS],
                     r->tx[TX_SKIPPED]);
         }
@@ -650,28 +664,27 @@ static int write_json(const char *path, char **cmd, int status)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: baton profile [--top N] [--json FILE] [--] CMD [ARGS...]\n"
-            "\n"
-            "Run CMD under baton's interposer with its contention profiler on\n"
-            "(BATON_PROFILE=1), then print every lock the program used, sorted by the\n"
-            "total time threads spent waiting for it: the call site that first used it,\n"
-            "acquisitions, the share that had to wait, mean and max wait per contended\n"
-            "acquisition, mean hold time, trylock failures and condition waits.\n"
-            "Every process of CMD that exits normally reports (forked children too);\n"
-            "one killed by a signal or leaving by _exit() does not.\n"
-            "\n"
-            "  --top N       show the N locks with the most wait (default 20; 0: all)\n"
-            "  --json FILE   also write every lock and process as JSON to FILE\n"
-            "  -h, --help    show this help\n"
-            "\n"
-            "The profile goes to stderr; CMD's stdout is left alone.  The lock kinds are\n"
-            "the interposer's (BATON_LOCK, BATON_RWLOCK, BATON_SPIN from the environment;\n"
-            "see 'baton run').  Call sites are named by addr2line (binutils) when it is\n"
-            "installed, else module+offset.  Hold times are estimated from every hold\n"
-            "that followed a wait and one in 8 of the others (BATON_PROFILE_HOLD_EVERY=1\n"
-            "times them all, at about 20 ns per lock/unlock); counts and waits are exact.\n"
-            "Exit status: CMD's.\n");
+    fprintf(f, "usage: baton profile [--top N] [--json FILE] [--] CMD [ARGS...]\n"
+               "\n"
+               "Run CMD under baton's interposer with its contention profiler on\n"
+               "(BATON_PROFILE=1), then print every lock the program used, sorted by the\n"
+               "total time threads spent waiting for it: the call site that first used it,\n"
+               "acquisitions, the share that had to wait, mean and max wait per contended\n"
+               "acquisition, mean hold time, trylock failures and condition waits.\n"
+               "Every process of CMD that exits normally reports (forked children too);\n"
+               "one killed by a signal or leaving by _exit() does not.\n"
+               "\n"
+               "  --top N       show the N locks with the most wait (default 20; 0: all)\n"
+               "  --json FILE   also write every lock and process as JSON to FILE\n"
+               "  -h, --help    show this help\n"
+               "\n"
+               "The profile goes to stderr; CMD's stdout is left alone.  The lock kinds are\n"
+               "the interposer's (BATON_LOCK, BATON_RWLOCK, BATON_SPIN from the environment;\n"
+               "see 'baton run').  Call sites are named by addr2line (binutils) when it is\n"
+               "installed, else module+offset.  Hold times are estimated from every hold\n"
+               "that followed a wait and one in 8 of the others (BATON_PROFILE_HOLD_EVERY=1\n"
+               "times them all, at about 20 ns per lock/unlock); counts and waits are exact.\n"
+               "Exit status: CMD's.\n");
 }
 
 static int profile_option(int c, const char *val, void *ctx)
@@ -694,7 +707,8 @@ int cmd_profile(int argc, char **argv)
     const char *json = NULL;
     const cli_opt_t opts[] = {{"top", CLI_VALUE, 0, 't'}, {"json", CLI_VALUE, 0, 'j', &json}, {0}};
     int i;
-    const int prc = cli_getopt("baton profile", argc, argv, opts, CLI_COMMAND, profile_option, &top, usage, &i);
+    const int prc =
+        cli_getopt("baton profile", argc, argv, opts, CLI_COMMAND, profile_option, &top, usage, &i);
     if (prc >= 0)
         return prc;
     if (json != NULL && json[0] == '\0') {
@@ -741,7 +755,8 @@ int cmd_profile(int argc, char **argv)
                 sig ? "the command was killed by a signal before it could exit"
                     : "a statically linked or setuid program, or one that left by _exit()?");
     else if (sig)
-        fprintf(stderr, "baton profile: the command was killed by signal %d: its own process wrote no profile\n",
+        fprintf(stderr,
+                "baton profile: the command was killed by signal %d: its own process wrote no profile\n",
                 sig);
     if (json != NULL && write_json(json, argv + i, status) != 0 && status == 0)
         status = 1;

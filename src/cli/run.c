@@ -48,10 +48,7 @@ static bool stands_in(const char *name, unsigned caps, cli_class_t c)
     return (caps & class_need[c]) == class_need[c] || (c == CLI_RWLOCK && strcmp(name, "elide") == 0);
 }
 
-const char *cli_class_env(cli_class_t c)
-{
-    return class_env[c];
-}
+const char *cli_class_env(cli_class_t c) { return class_env[c]; }
 
 static void interposable(char *buf, size_t size, cli_class_t c)
 {
@@ -63,7 +60,9 @@ static void interposable(char *buf, size_t size, cli_class_t c)
         if (!stands_in(k[i].name, k[i].caps, c) && !stock)
             continue;
         if (!baton_join(buf, size, ", ", "%s%s", k[i].name,
-                        stock ? " (glibc's own)" : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)" : ""))
+                        stock                             ? " (glibc's own)"
+                        : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)"
+                                                          : ""))
             break;
     }
 }
@@ -75,8 +74,8 @@ int cli_check_spec(const char *prog, const char *option, cli_class_t c, const ch
     char canon[160], names[768];
     interposable(names, sizeof names, c);
     if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0) {
-        fprintf(stderr, "%s: %s '%s': %s\n  interposable %s kinds: %s\n", prog, option, spec, baton_last_error(),
-                class_what[c], names);
+        fprintf(stderr, "%s: %s '%s': %s\n  interposable %s kinds: %s\n", prog, option, spec,
+                baton_last_error(), class_what[c], names);
         return -1;
     }
     if (k->wrapper) {
@@ -90,8 +89,9 @@ int cli_check_spec(const char *prog, const char *option, cli_class_t c, const ch
         baton_lock_free(probe);
     }
     if (strcmp(k->name, "pthread") != 0 && !stands_in(k->name, k->caps, c)) {
-        fprintf(stderr, "%s: %s '%s': kind '%s' cannot stand in for a pthread %s (it needs lock, trylock%s)\n"
-                        "  interposable %s kinds: %s\n",
+        fprintf(stderr,
+                "%s: %s '%s': kind '%s' cannot stand in for a pthread %s (it needs lock, trylock%s)\n"
+                "  interposable %s kinds: %s\n",
                 prog, option, spec, k->name, class_what[c], c == CLI_RWLOCK ? " and shared readers" : "",
                 class_what[c], names);
         return -1;
@@ -146,7 +146,8 @@ const char *cli_preload_lib(const char *prog)
     }
     /* The dynamic loader splits LD_PRELOAD at spaces and colons. */
     if (strpbrk(lib, " :\t") != NULL) {
-        fprintf(stderr, "%s: the interposer's path '%s' holds a space or colon, which LD_PRELOAD cannot carry\n",
+        fprintf(stderr,
+                "%s: the interposer's path '%s' holds a space or colon, which LD_PRELOAD cannot carry\n",
                 prog, lib);
         return NULL;
     }
@@ -162,8 +163,9 @@ const char *cli_apps_dir(const char *prog)
     if (BATON_SOURCE_DIR[0] != '\0' && snprintf(dir, sizeof dir, "%s/bench/apps", BATON_SOURCE_DIR) > 0 &&
         stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
         return dir;
-    fprintf(stderr, "%s: cannot find the application scripts (looked in %s/ beside %s and in %s/bench/apps)\n",
-            prog, BATON_BIN_TO_APPS, cli_self_exe(), BATON_SOURCE_DIR);
+    fprintf(stderr,
+            "%s: cannot find the application scripts (looked in %s/ beside %s and in %s/bench/apps)\n", prog,
+            BATON_BIN_TO_APPS, cli_self_exe(), BATON_SOURCE_DIR);
     return NULL;
 }
 
@@ -359,23 +361,24 @@ int cli_wait(pid_t pid, int *signal)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: baton run [--lock SPEC] [--rwlock SPEC] [--spin SPEC] [--verbose] [--] CMD [ARGS...]\n"
-            "\n"
-            "Run CMD with baton's interposer (libbaton-preload.so prepended to LD_PRELOAD):\n"
-            "its pthread mutexes, condition variables, rwlocks, spinlocks and OpenMP locks\n"
-            "become baton locks.  Unmodified, dynamically linked programs only.\n"
-            "\n"
-            "  --lock SPEC     kind for pthread mutexes and OpenMP locks (BATON_LOCK; default: default)\n"
-            "  --rwlock SPEC   kind for pthread rwlocks: needs shared readers (BATON_RWLOCK; default: rw(default),prefer_readers)\n"
-            "  --spin SPEC     kind for pthread spinlocks (BATON_SPIN; default: ttas)\n"
-            "  --verbose       diagnostics from the interposer on stderr (BATON_VERBOSE=1)\n"
-            "  -h, --help      show this help\n"
-            "\n"
-            "A class whose option is not given keeps the BATON_* value already in the\n"
-            "environment.  SPEC is a lock spec ('baton kinds'); 'pthread' keeps glibc's own.\n"
-            "The interposer is found next to this binary, or named by BATON_PRELOAD_LIB.\n"
-            "Exit status: CMD's (127 when it cannot be run).\n");
+    fprintf(
+        f,
+        "usage: baton run [--lock SPEC] [--rwlock SPEC] [--spin SPEC] [--verbose] [--] CMD [ARGS...]\n"
+        "\n"
+        "Run CMD with baton's interposer (libbaton-preload.so prepended to LD_PRELOAD):\n"
+        "its pthread mutexes, condition variables, rwlocks, spinlocks and OpenMP locks\n"
+        "become baton locks.  Unmodified, dynamically linked programs only.\n"
+        "\n"
+        "  --lock SPEC     kind for pthread mutexes and OpenMP locks (BATON_LOCK; default: default)\n"
+        "  --rwlock SPEC   kind for pthread rwlocks: needs shared readers (BATON_RWLOCK; default: rw(default),prefer_readers)\n"
+        "  --spin SPEC     kind for pthread spinlocks (BATON_SPIN; default: ttas)\n"
+        "  --verbose       diagnostics from the interposer on stderr (BATON_VERBOSE=1)\n"
+        "  -h, --help      show this help\n"
+        "\n"
+        "A class whose option is not given keeps the BATON_* value already in the\n"
+        "environment.  SPEC is a lock spec ('baton kinds'); 'pthread' keeps glibc's own.\n"
+        "The interposer is found next to this binary, or named by BATON_PRELOAD_LIB.\n"
+        "Exit status: CMD's (127 when it cannot be run).\n");
 }
 
 int cmd_run(int argc, char **argv)

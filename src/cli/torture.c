@@ -68,26 +68,37 @@
 
 /* --- limits and knobs -------------------------------------------------------------- */
 
-#define MAX_THREADS 16      /* steady workers of an episode */
+#define MAX_THREADS 16 /* steady workers of an episode */
 #define MAX_LOCKS 4
-#define EPH_MAX 48          /* threads that delegate and exit, per episode */
-#define EPH_OPS 12          /* operations each issues at most */
+#define EPH_MAX 48 /* threads that delegate and exit, per episode */
+#define EPH_OPS 12 /* operations each issues at most */
 #define POOL_FUTURES (EPH_MAX * EPH_OPS)
-#define PENDING_FUTURES 4   /* a worker's futures in flight */
+#define PENDING_FUTURES 4 /* a worker's futures in flight */
 #define WATCHDOG_S 10.0
-#define FORK_CHILD_S 5      /* a forked child's own alarm */
+#define FORK_CHILD_S 5            /* a forked child's own alarm */
 #define MAGIC 0x746f7274757265ull /* "torture" */
 
 enum { F_PREEMPT = 1, F_HOGS = 2, F_AFFINITY = 4, F_EXIT = 8, F_FORK = 16, F_ALL = 31 };
 static const char *const fault_names[] = {"preempt", "hogs", "affinity", "exit", "fork"};
 
 enum op {
-    OP_LOCK, OP_TRYLOCK, OP_EXECUTE, OP_DELEGATE, OP_FUTURE, OP_RLOCK, OP_COND_WAIT, OP_COND_SIGNAL,
-    OP_NESTED, OP_BARRIER, OP_EXITING, OP_FORK, OP_COUNT
+    OP_LOCK,
+    OP_TRYLOCK,
+    OP_EXECUTE,
+    OP_DELEGATE,
+    OP_FUTURE,
+    OP_RLOCK,
+    OP_COND_WAIT,
+    OP_COND_SIGNAL,
+    OP_NESTED,
+    OP_BARRIER,
+    OP_EXITING,
+    OP_FORK,
+    OP_COUNT
 };
-static const char *const op_names[OP_COUNT] = {"lock", "trylock", "execute", "delegate", "future",
-                                               "rlock", "cond-wait", "cond-signal", "nested",
-                                               "barrier", "exiting-delegate", "fork"};
+static const char *const op_names[OP_COUNT] = {"lock",   "trylock", "execute",          "delegate",
+                                               "future", "rlock",   "cond-wait",        "cond-signal",
+                                               "nested", "barrier", "exiting-delegate", "fork"};
 
 /* --- random numbers ------------------------------------------------------------------- */
 
@@ -99,15 +110,12 @@ static uint64_t splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-static uint32_t below(uint64_t *x, uint32_t n)
-{
-    return n ? (uint32_t)(splitmix(x) % n) : 0;
-}
+static uint32_t below(uint64_t *x, uint32_t n) { return n ? (uint32_t)(splitmix(x) % n) : 0; }
 
 /* --- the locks under torture ------------------------------------------------------------ */
 
 typedef struct tlock {
-    baton_lock_t *b;          /* NULL: the broken lock (--busted) */
+    baton_lock_t *b; /* NULL: the broken lock (--busted) */
     guard_broken_t busted;
     guard_t g;
     /* The condition variable paired with this lock; `tokens` is guarded by
@@ -127,10 +135,7 @@ static int t_lock(tlock_t *l)
     return 0;
 }
 
-static int t_trylock(tlock_t *l)
-{
-    return l->b ? baton_trylock(l->b) : guard_broken_trylock(&l->busted);
-}
+static int t_trylock(tlock_t *l) { return l->b ? baton_trylock(l->b) : guard_broken_trylock(&l->busted); }
 
 static int t_unlock(tlock_t *l)
 {
@@ -153,15 +158,15 @@ static int t_execute(tlock_t *l, baton_fn fn, void *ctx)
 /* --- an episode ------------------------------------------------------------------------ */
 
 typedef struct tally_ops {
-    _Atomic uint64_t n[OP_COUNT];      /* operations done */
-    _Atomic uint64_t bad[OP_COUNT];    /* violations seen by each */
+    _Atomic uint64_t n[OP_COUNT];   /* operations done */
+    _Atomic uint64_t bad[OP_COUNT]; /* violations seen by each */
 } tally_ops_t;
 
 typedef struct fut_slot {
     baton_future_t f;
     _Atomic uint64_t result; /* the operation writes seq ^ MAGIC */
     uint64_t expect;
-    _Atomic int used;        /* published by its issuer (release) */
+    _Atomic int used; /* published by its issuer (release) */
 } fut_slot_t;
 
 typedef struct episode episode_t;
@@ -170,7 +175,7 @@ typedef struct episode episode_t;
 typedef struct payload {
     uint64_t magic;
     uint64_t seq;
-    uint64_t check;      /* seq ^ MAGIC */
+    uint64_t check; /* seq ^ MAGIC */
     episode_t *e;
     tlock_t *l;
     _Atomic uint64_t *result; /* futures: where the result goes */
@@ -183,7 +188,7 @@ _Static_assert(sizeof(payload_t) <= BATON_ARGS_MAX, "a payload fits a delegation
 struct episode {
     int number;
     char spec[160];
-    const char *kind;        /* its registry name, or "busted" */
+    const char *kind; /* its registry name, or "busted" */
     unsigned caps;
     bool busted;
     int nthreads, nlocks, slots; /* slots: workers, then the exiting threads */
@@ -192,15 +197,15 @@ struct episode {
     char barrier_spec[96];
     unsigned faults;
     uint64_t seed;
-    double ends;             /* bench_now() when the workers stop */
+    double ends; /* bench_now() when the workers stop */
     /* issued[slot * MAX_LOCKS + lock]: operations each thread issued on each
      * lock; written by that thread only, read after it was joined. */
     uint64_t issued[(MAX_THREADS + EPH_MAX) * MAX_LOCKS];
     /* The workers' phases. */
     _Atomic int stop;
-    int decided;             /* written by worker 0 between the two barrier waits */
+    int decided; /* written by worker 0 between the two barrier waits */
     _Atomic uint64_t arrived, serial;
-    uint64_t phases;         /* worker 0's, read after the joins */
+    uint64_t phases; /* worker 0's, read after the joins */
     /* Threads that delegate and exit. */
     pthread_t eph[EPH_MAX];
     _Atomic int neph;
@@ -215,7 +220,7 @@ struct episode {
     _Atomic uint32_t doing[MAX_THREADS];
 };
 
-static _Atomic uint64_t progress; /* operations completed, for the watchdog */
+static _Atomic uint64_t progress;    /* operations completed, for the watchdog */
 static _Atomic(episode_t *) current; /* the running episode, for the watchdog */
 static uint64_t run_seed;
 static pid_t hog_pids[BENCH_HOGS_MAX];
@@ -272,7 +277,8 @@ static void run_payload(void *arg)
 static payload_t make_payload(episode_t *e, tlock_t *l, int t, uint64_t *issued, int op)
 {
     uint64_t seq = ++*issued;
-    return (payload_t){.magic = MAGIC, .seq = seq, .check = seq ^ MAGIC, .e = e, .l = l, .thread = t, .op = op};
+    return (payload_t){
+        .magic = MAGIC, .seq = seq, .check = seq ^ MAGIC, .e = e, .l = l, .thread = t, .op = op};
 }
 
 /* A future: delegate with one; the slot's result is checked when waited. */
@@ -394,7 +400,9 @@ static int pick_op(worker_t *w)
         [OP_EXECUTE] = 2,
         [OP_DELEGATE] = baton ? 2 : 0,
         [OP_FUTURE] = baton ? 2 : 0,
-        [OP_RLOCK] = e->caps & BATON_CAP_RW ? 3 : has_lock ? 1 : 0,
+        [OP_RLOCK] = e->caps & BATON_CAP_RW ? 3
+                     : has_lock             ? 1
+                                            : 0,
         [OP_COND_WAIT] = has_lock ? 1 : 0,
         [OP_COND_SIGNAL] = has_lock ? 1 : 0,
         [OP_NESTED] = e->nlocks > 1 ? 1 : 0,
@@ -475,9 +483,7 @@ static void one_op(worker_t *w)
         expect_ok(e, op, l->b ? baton_runlock(l->b) : t_unlock(l));
         break;
     case OP_COND_WAIT:
-    case OP_COND_SIGNAL:
-        cond_op(w, l, op == OP_COND_WAIT);
-        break;
+    case OP_COND_SIGNAL: cond_op(w, l, op == OP_COND_WAIT); break;
     case OP_NESTED: {
         int lj = (int)below(&w->rng, (uint32_t)e->nlocks - 1u);
         if (lj >= li)
@@ -498,8 +504,7 @@ static void one_op(worker_t *w)
         expect_ok(e, op, t_unlock(outer_first ? inner : outer));
         break;
     }
-    default:
-        break;
+    default: break;
     }
     done_op(e, op);
 }
@@ -708,10 +713,7 @@ static void *spawner(void *arg)
     return NULL;
 }
 
-static void child_op(void *ctx)
-{
-    ++*(int *)ctx;
-}
+static void child_op(void *ctx) { ++*(int *)ctx; }
 
 /* In a forked child: a fresh lock of the same spec must work. */
 static _Noreturn void fork_child(const episode_t *e)
@@ -819,8 +821,8 @@ static const baton_kind_info_t *inner_of(uint64_t *r, const baton_kind_info_t *o
     for (size_t i = 0; i < n && m < 64; i++) {
         if (!(k[i].caps & BATON_CAP_LOCK) || &k[i] == outer)
             continue;
-        if ((k[i].caps & BATON_CAP_WRAPPER) && !(depth == 0 && strcmp(outer->name, "elide") == 0 &&
-                                                  strcmp(k[i].name, "rw") == 0))
+        if ((k[i].caps & BATON_CAP_WRAPPER) &&
+            !(depth == 0 && strcmp(outer->name, "elide") == 0 && strcmp(k[i].name, "rw") == 0))
             continue;
         pool[m++] = &k[i];
     }
@@ -851,7 +853,8 @@ static void spec_of(uint64_t *r, const baton_kind_info_t *k, int depth, char *ou
 static bool spins(const char *canon)
 {
     for (const char *p = canon; (p = strchr(p, ':')) != NULL; p++)
-        if ((strncmp(p, ":spin", 5) == 0 && strncmp(p, ":spinpark", 9) != 0) || strncmp(p, ":backoff", 8) == 0)
+        if ((strncmp(p, ":spin", 5) == 0 && strncmp(p, ":spinpark", 9) != 0) ||
+            strncmp(p, ":backoff", 8) == 0)
             return true;
     return false;
 }
@@ -877,7 +880,7 @@ static baton_barrier_t *barrier_of(uint64_t *r, unsigned n, char *spec, size_t s
 /* --- one episode ---------------------------------------------------------------------- */
 
 static pthread_mutex_t current_mu = PTHREAD_MUTEX_INITIALIZER; /* guards `current` for the watchdog */
-static _Atomic int main_doing; /* what main does, for the watchdog */
+static _Atomic int main_doing;                                 /* what main does, for the watchdog */
 static const char *const main_names[] = {"running the workers", "joining the threads", "waiting for futures",
                                          "freeing the locks", "freeing the barrier"};
 
@@ -951,7 +954,7 @@ static uint64_t check_counts(episode_t *e)
         /* Relaxed: after the joins. */
         long tokens = baton_load(&l->tokens, memory_order_relaxed);
         if (tokens < 0 || (uint64_t)tokens != baton_load(&l->produced, memory_order_relaxed) -
-                                                 baton_load(&l->consumed, memory_order_relaxed))
+                                                  baton_load(&l->consumed, memory_order_relaxed))
             bump(&e->bad_cond);
     }
     return lost;
@@ -1070,7 +1073,8 @@ static void *watchdog(void *arg)
                 "baton torture: FAIL: no operation finished for %.0f s: kind '%s' (episode %d, barrier %s); "
                 "main: %s; threads:%s; seed %llu\n",
                 WATCHDOG_S, e ? e->spec : "?", e ? e->number : -1, e ? e->barrier_spec : "?",
-                main_names[baton_load(&main_doing, memory_order_relaxed)], doing, (unsigned long long)run_seed);
+                main_names[baton_load(&main_doing, memory_order_relaxed)], doing,
+                (unsigned long long)run_seed);
         fflush(stderr);
         bench_hogs_stop(hog_pids, nhogs);
         _exit(1);
@@ -1191,7 +1195,8 @@ static int torture_option(int c, const char *v, void *ctx)
     default: /* 'f' */
         to->faults = parse_faults(v);
         if (to->faults == ~0u) {
-            fprintf(stderr, "baton torture: --faults takes preempt,hogs,affinity,exit,fork, all or none, not '%s'\n",
+            fprintf(stderr,
+                    "baton torture: --faults takes preempt,hogs,affinity,exit,fork, all or none, not '%s'\n",
                     v);
             return 2;
         }
@@ -1204,11 +1209,12 @@ int cmd_torture(int argc, char **argv)
     struct torture_opts to = {.seconds = 20, .max_threads = 8, .faults = F_ALL};
     bool busted = false, quiet = false;
     const char *kinds = NULL;
-    const cli_opt_t opts[] = {{"seconds", CLI_VALUE, 0, 's'}, {"seed", CLI_VALUE, 0, 'S'},
+    const cli_opt_t opts[] = {{"seconds", CLI_VALUE, 0, 's'},       {"seed", CLI_VALUE, 0, 'S'},
                               {"kinds", CLI_VALUE, 0, 'k', &kinds}, {"threads", CLI_VALUE, 0, 't'},
-                              {"faults", CLI_VALUE, 0, 'f'},    {"busted", CLI_FLAG, &busted},
-                              {"quiet", CLI_FLAG, &quiet},      {0}};
-    const int prc = cli_getopt("baton torture", argc, argv, opts, CLI_NO_OPERANDS, torture_option, &to, usage, NULL);
+                              {"faults", CLI_VALUE, 0, 'f'},        {"busted", CLI_FLAG, &busted},
+                              {"quiet", CLI_FLAG, &quiet},          {0}};
+    const int prc =
+        cli_getopt("baton torture", argc, argv, opts, CLI_NO_OPERANDS, torture_option, &to, usage, NULL);
     if (prc >= 0)
         return prc;
     const double seconds = to.seconds;
@@ -1243,8 +1249,8 @@ int cmd_torture(int argc, char **argv)
         clock_gettime(CLOCK_REALTIME, &ts);
         run_seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
     }
-    printf("baton torture: seed %llu, %.0f s, %zu kind%s, faults:", (unsigned long long)run_seed, seconds, nkinds,
-           nkinds == 1 ? "" : "s");
+    printf("baton torture: seed %llu, %.0f s, %zu kind%s, faults:", (unsigned long long)run_seed, seconds,
+           nkinds, nkinds == 1 ? "" : "s");
     for (unsigned i = 0; i < sizeof fault_names / sizeof fault_names[0]; i++)
         if (faults & (1u << i))
             printf(" %s", fault_names[i]);
@@ -1364,16 +1370,17 @@ int cmd_torture(int argc, char **argv)
             baton_load(&e->bad_cond, memory_order_relaxed),
             baton_load(&e->bad_fork, memory_order_relaxed),
         };
-        static const char *const tn[] = {"overlaps", "torn", "out-of-order", "bad reads", "lost or doubled",
-                                         "bad payloads", "bad errors", "bad futures", "barrier",
-                                         "condition variable", "fork child"};
+        static const char *const tn[] = {
+            "overlaps",     "torn",       "out-of-order", "bad reads", "lost or doubled",
+            "bad payloads", "bad errors", "bad futures",  "barrier",   "condition variable",
+            "fork child"};
         uint64_t bad = 0;
         for (size_t i = 0; i < sizeof tv / sizeof tv[0]; i++)
             bad += tv[i];
         if (!quiet || bad)
             printf("[%6.1fs] %-44s T=%d L=%d barrier %-20s %9llu ops in %.2f s%s\n", bench_now() - start,
-                   e->spec, e->nthreads, e->nlocks, e->barrier_spec, (unsigned long long)total, bench_now() - began,
-                   bad ? "  FAIL" : "");
+                   e->spec, e->nthreads, e->nlocks, e->barrier_spec, (unsigned long long)total,
+                   bench_now() - began, bad ? "  FAIL" : "");
         if (bad) {
             ks->violations += bad;
             failed++;
@@ -1386,9 +1393,9 @@ int cmd_torture(int argc, char **argv)
                     baton_join(ops, sizeof ops, ",", "%s", op_names[op]);
             printf("baton torture: FAIL: kind '%s', episode %d (%d threads, %d lock%s, barrier %s): %s; "
                    "operation%s: %s; seed %llu\n",
-                   e->spec, e->number, e->nthreads, e->nlocks, e->nlocks == 1 ? "" : "s", e->barrier_spec, what,
-                   strchr(ops, ',') ? "s" : "",
-                   ops[0] ? ops : "(counts at the end)", (unsigned long long)run_seed);
+                   e->spec, e->number, e->nthreads, e->nlocks, e->nlocks == 1 ? "" : "s", e->barrier_spec,
+                   what, strchr(ops, ',') ? "s" : "", ops[0] ? ops : "(counts at the end)",
+                   (unsigned long long)run_seed);
         }
         fflush(stdout);
     }

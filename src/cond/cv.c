@@ -389,7 +389,8 @@ static int cv_block_cancellable(cv_ctx_t *ctx, clockid_t clock, const struct tim
 
 /* --- waits ----------------------------------------------------------------------- */
 
-static int cv_wait_private(cv_t *cv, const baton_cv_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+static int cv_wait_private(cv_t *cv, const baton_cv_mutex_t *m, clockid_t clock,
+                           const struct timespec *abstime)
 {
     cv_waiter_t w;
     atomic_init(&w.state, W_WAITING);
@@ -409,7 +410,8 @@ static int cv_wait_private(cv_t *cv, const baton_cv_mutex_t *m, clockid_t clock,
     return lrc != 0 ? lrc : rc;
 }
 
-static int cv_wait_shared(cv_t *cv, const baton_cv_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+static int cv_wait_shared(cv_t *cv, const baton_cv_mutex_t *m, clockid_t clock,
+                          const struct timespec *abstime)
 {
     /* Register while holding the mutex: a signal made after the program
      * changed its predicate (under the mutex) finds bit 0 and changes the

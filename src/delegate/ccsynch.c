@@ -79,14 +79,14 @@ enum { CC_GO = 0, CC_WAIT = 1, CC_DONE = 2 };
 #define CC_PARK_MAX_NS 100000000u
 
 typedef struct cc_node {
-    _Atomic uint32_t wait;         /* CC_WAIT, CC_GO or CC_DONE (+ parked bit) */
+    _Atomic uint32_t wait; /* CC_WAIT, CC_GO or CC_DONE (+ parked bit) */
     _Atomic(struct cc_node *) next;
     /* The request: written by the thread that announced in this node before
      * it links next, read by the combiner after it loads next. */
     baton_fn fn;
-    void *arg;                     /* ctx, or args below */
+    void *arg; /* ctx, or args below */
     baton_future_t *f;
-    struct cc_node *all;           /* list of every node of the lock (for destroy) */
+    struct cc_node *all; /* list of every node of the lock (for destroy) */
     _Alignas(16) unsigned char args[BATON_ARGS_MAX];
 } __attribute__((aligned(BATON_CACHELINE))) cc_node_t;
 
@@ -94,9 +94,9 @@ _Static_assert(sizeof(cc_node_t) == BATON_CACHELINE, "a CC-Synch node is one lin
 
 /* A thread's record for the lock. */
 typedef struct cc_slot {
-    _Atomic uint32_t owner;        /* 1 while a live thread owns it, 0 free */
-    cc_node_t *spare;              /* the node for the owner's next operation */
-    struct cc_slot *next;          /* list of every record: set before the push, never changed */
+    _Atomic uint32_t owner; /* 1 while a live thread owns it, 0 free */
+    cc_node_t *spare;       /* the node for the owner's next operation */
+    struct cc_slot *next;   /* list of every record: set before the push, never changed */
     /* The owner's combining sessions and the requests they ran, written
      * only by the owner (relaxed load+store), summed racily by cc_stats().
      * Here, on the owner's own line: lock-wide counters moved to each new
@@ -205,8 +205,7 @@ static uint32_t cc_park(cc_lock_t *l, cc_node_t *n)
     uint32_t v = CC_WAIT;
     /* seq_cst CAS (its failure an acquire: pairs with cc_publish()'s
      * release, like the load below). */
-    while (baton_cas(&n->wait, &v, CC_WAIT | BATON_WAIT_PARKED, memory_order_seq_cst,
-                     memory_order_seq_cst) ||
+    while (baton_cas(&n->wait, &v, CC_WAIT | BATON_WAIT_PARKED, memory_order_seq_cst, memory_order_seq_cst) ||
            v == (CC_WAIT | BATON_WAIT_PARKED)) {
         baton_park_timeout(&n->wait, CC_WAIT | BATON_WAIT_PARKED, timeout);
         timeout = timeout * 2 > CC_PARK_MAX_NS ? CC_PARK_MAX_NS : timeout * 2;
@@ -254,8 +253,7 @@ static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v)
 /* Run our own request (fn, ctx, f: linked in `cur`, whose next is `next`),
  * then the requests along the queue from `next`, then hand the combiner role
  * to the node we stop at.  One critical-section frame for the session. */
-static void cc_combine(cc_lock_t *l, cc_slot_t *s, cc_node_t *next, baton_fn fn, void *ctx,
-                       baton_future_t *f)
+static void cc_combine(cc_lock_t *l, cc_slot_t *s, cc_node_t *next, baton_fn fn, void *ctx, baton_future_t *f)
 {
     baton_cs_frame_t frame;
     baton_cs_enter(&frame, l);
@@ -278,8 +276,7 @@ static void cc_combine(cc_lock_t *l, cc_slot_t *s, cc_node_t *next, baton_fn fn,
     baton_cs_leave(&frame);
     /* Relaxed: only the record's owner writes its counters; readers take a
      * racy snapshot. */
-    baton_store(&s->sessions, baton_load(&s->sessions, memory_order_relaxed) + 1,
-                memory_order_relaxed);
+    baton_store(&s->sessions, baton_load(&s->sessions, memory_order_relaxed) + 1, memory_order_relaxed);
     baton_store(&s->ops, baton_load(&s->ops, memory_order_relaxed) + n, memory_order_relaxed);
     /* Hand over: tmp's owner (who may not have swapped it out of the tail
      * yet) becomes the combiner.  After this we touch nothing of the lock
@@ -289,8 +286,8 @@ static void cc_combine(cc_lock_t *l, cc_slot_t *s, cc_node_t *next, baton_fn fn,
 
 /* One operation: fn(ctx), or with `copy` fn on an inline copy of
  * args[0..size). */
-static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const void *args,
-                      size_t size, baton_future_t *f)
+static void cc_submit(cc_lock_t *l, baton_fn fn, void *ctx, bool copy, const void *args, size_t size,
+                      baton_future_t *f)
 {
     cc_slot_t *s = baton_slot_get(&l->slots);
     cc_node_t *next = s->spare;
@@ -415,8 +412,14 @@ const baton_kind_t baton_kind_ccsynch = {
     .caps = BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT | BATON_CAP_FIFO,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
-    .size = sizeof(cc_lock_t), .align = _Alignof(cc_lock_t),
-    .options = cc_options, .noptions = sizeof cc_options / sizeof cc_options[0],
-    .init = cc_init, .destroy = cc_destroy,
-    .execute = cc_execute, .delegate = cc_delegate, .stats = cc_stats, .footprint = cc_footprint,
+    .size = sizeof(cc_lock_t),
+    .align = _Alignof(cc_lock_t),
+    .options = cc_options,
+    .noptions = sizeof cc_options / sizeof cc_options[0],
+    .init = cc_init,
+    .destroy = cc_destroy,
+    .execute = cc_execute,
+    .delegate = cc_delegate,
+    .stats = cc_stats,
+    .footprint = cc_footprint,
 };

@@ -54,14 +54,14 @@ enum { FC_IDLE = 0, FC_PENDING = 1, FC_DONE = 2 };
 #define FC_PARK_TIMEOUT_NS 100000u
 
 typedef struct fc_rec {
-    _Atomic uint32_t state;    /* FC_IDLE, FC_PENDING, FC_DONE (+ parked bit) */
-    _Atomic uint32_t owner;    /* 1 while a live thread owns the record, 0 free */
+    _Atomic uint32_t state; /* FC_IDLE, FC_PENDING, FC_DONE (+ parked bit) */
+    _Atomic uint32_t owner; /* 1 while a live thread owns the record, 0 free */
     /* The request: written by the owner while the state is not pending,
      * read by a combiner only between seeing FC_PENDING and storing FC_DONE. */
     baton_fn fn;
-    void *arg;                 /* ctx, or args below */
+    void *arg; /* ctx, or args below */
     baton_future_t *f;
-    struct fc_rec *next;       /* list link: set before the record is pushed, never changed */
+    struct fc_rec *next; /* list link: set before the record is pushed, never changed */
     _Alignas(16) unsigned char args[BATON_ARGS_MAX];
 } __attribute__((aligned(BATON_CACHELINE))) fc_rec_t;
 
@@ -164,8 +164,8 @@ static void fc_combine(fc_lock_t *l, fc_rec_t *mine)
     for (uint32_t pass = 0; pass < l->num_rep && done < l->help_limit; pass++) {
         uint32_t ran = 0;
         /* Acquire pairs with the release CAS of fc_make(). */
-        for (fc_rec_t *r = baton_load(&l->head, memory_order_acquire);
-             r != NULL && done < l->help_limit; r = r->next) {
+        for (fc_rec_t *r = baton_load(&l->head, memory_order_acquire); r != NULL && done < l->help_limit;
+             r = r->next) {
             if (!fc_pending(r))
                 continue;
             fc_run(l, r);
@@ -177,8 +177,7 @@ static void fc_combine(fc_lock_t *l, fc_rec_t *mine)
     }
     /* Relaxed: only the combiner writes the counters (the combiner lock
      * orders successive combiners); readers take a racy snapshot. */
-    baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1,
-                memory_order_relaxed);
+    baton_store(&l->sessions, baton_load(&l->sessions, memory_order_relaxed) + 1, memory_order_relaxed);
     baton_store(&l->ops, baton_load(&l->ops, memory_order_relaxed) + done, memory_order_relaxed);
 }
 
@@ -232,8 +231,7 @@ static void fc_wait(fc_lock_t *l, fc_rec_t *r)
             /* Relaxed: the bit publishes nothing; the combiner's exchange
              * reads it in modification order, and if it came first this CAS
              * fails and we re-read. */
-            !baton_cas(&r->state, &st, st | BATON_WAIT_PARKED, memory_order_relaxed,
-                       memory_order_relaxed))
+            !baton_cas(&r->state, &st, st | BATON_WAIT_PARKED, memory_order_relaxed, memory_order_relaxed))
             continue;
         baton_park_timeout(&r->state, st | BATON_WAIT_PARKED, FC_PARK_TIMEOUT_NS);
     }
@@ -376,15 +374,26 @@ static const baton_option_desc_t fc_options[] = {
 const baton_kind_t baton_kind_fc = {
     .name = "fc",
     .summary = "flat combining: a combiner runs the requests published in per-thread records",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
-    .size = sizeof(fc_lock_t), .align = _Alignof(fc_lock_t),
-    .options = fc_options, .noptions = sizeof fc_options / sizeof fc_options[0],
-    .init = fc_init, .destroy = fc_destroy, .lock = fc_lock, .trylock = fc_trylock, .timedlock = fc_timedlock,
+    .size = sizeof(fc_lock_t),
+    .align = _Alignof(fc_lock_t),
+    .options = fc_options,
+    .noptions = sizeof fc_options / sizeof fc_options[0],
+    .init = fc_init,
+    .destroy = fc_destroy,
+    .lock = fc_lock,
+    .trylock = fc_trylock,
+    .timedlock = fc_timedlock,
     /* The unlock needs no owner (the combiner word), and leaves a free lock
      * free. */
-    .unlock = fc_unlock, .release = fc_unlock, .is_locked = fc_is_locked,
-    .execute = fc_execute, .delegate = fc_delegate, .stats = fc_stats, .footprint = fc_footprint,
+    .unlock = fc_unlock,
+    .release = fc_unlock,
+    .is_locked = fc_is_locked,
+    .execute = fc_execute,
+    .delegate = fc_delegate,
+    .stats = fc_stats,
+    .footprint = fc_footprint,
 };

@@ -28,10 +28,10 @@ typedef struct hqd_lock {
     baton_clh_t global;
     uint32_t ngroups;
     uint32_t ncpus;
-    uint16_t *cpu_group;       /* CPU number -> group */
-    qd_core_t *groups;         /* ngroups of them, each on its own lines */
+    uint16_t *cpu_group; /* CPU number -> group */
+    qd_core_t *groups;   /* ngroups of them, each on its own lines */
     qd_hooks_t hooks;
-    uint32_t held_group;       /* the group whose mutex a lock() holder took */
+    uint32_t held_group; /* the group whose mutex a lock() holder took */
 } hqd_lock_t;
 
 static _Thread_local uint32_t my_cpu, my_cpu_age;
@@ -230,13 +230,24 @@ static void k_stats(void *s, baton_stats_t *out)
 const baton_kind_t baton_kind_hqd = {
     .name = "hqd",
     .summary = "hierarchical queue delegation: one QD lock per core group under a global CLH lock",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_DETACH |
+            BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
-    .size = sizeof(hqd_lock_t), .align = _Alignof(hqd_lock_t),
-    .options = hqd_options, .noptions = sizeof hqd_options / sizeof hqd_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock, .timedlock = k_timedlock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked,
-    .execute = hqd_execute, .delegate = hqd_delegate, .stats = k_stats, .footprint = k_footprint,
+    .size = sizeof(hqd_lock_t),
+    .align = _Alignof(hqd_lock_t),
+    .options = hqd_options,
+    .noptions = sizeof hqd_options / sizeof hqd_options[0],
+    .init = k_init,
+    .destroy = k_destroy,
+    .lock = k_lock,
+    .trylock = k_trylock,
+    .timedlock = k_timedlock,
+    .unlock = k_unlock,
+    .release = k_release,
+    .is_locked = k_is_locked,
+    .execute = hqd_execute,
+    .delegate = hqd_delegate,
+    .stats = k_stats,
+    .footprint = k_footprint,
 };

@@ -55,10 +55,7 @@ static void mrqd_rlock(void *s)
     ri_rlock(&l->readers, &l->qd.mutex.word, &l->write_barrier, l->read_patience, &l->qd.wait);
 }
 
-static void mrqd_runlock(void *s)
-{
-    ri_depart(&((mrqd_lock_t *)s)->readers);
-}
+static void mrqd_runlock(void *s) { ri_depart(&((mrqd_lock_t *)s)->readers); }
 
 /* A reader's entry that never waits: arrive, and if a writer holds the
  * mutex (a helper running operations, or exclusive use) or is taking it
@@ -171,17 +168,30 @@ static size_t k_footprint(const baton_opts_t *o)
 const baton_kind_t baton_kind_mrqd = {
     .name = "mrqd",
     .summary = "multi-reader queue delegation: readers share, writes are delegated and detach",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_RW | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_DETACH |
+            BATON_CAP_WAIT | BATON_CAP_RW | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
-    .size = sizeof(mrqd_lock_t), .align = _Alignof(mrqd_lock_t),
-    .options = mrqd_options, .noptions = sizeof mrqd_options / sizeof mrqd_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock, .timedlock = k_timedlock,
+    .size = sizeof(mrqd_lock_t),
+    .align = _Alignof(mrqd_lock_t),
+    .options = mrqd_options,
+    .noptions = sizeof mrqd_options / sizeof mrqd_options[0],
+    .init = k_init,
+    .destroy = k_destroy,
+    .lock = k_lock,
+    .trylock = k_trylock,
+    .timedlock = k_timedlock,
     .timedrlock = k_timedrlock,
     /* The unlock needs no owner (the mutex's), and leaves a free lock free. */
-    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked,
-    .execute = mrqd_execute, .delegate = mrqd_delegate, .rlock = mrqd_rlock,
-    .runlock = mrqd_runlock, .tryrlock = mrqd_tryrlock,
-    .has_readers = k_has_readers, .stats = k_stats, .footprint = k_footprint,
+    .unlock = k_unlock,
+    .release = k_unlock,
+    .is_locked = k_is_locked,
+    .execute = mrqd_execute,
+    .delegate = mrqd_delegate,
+    .rlock = mrqd_rlock,
+    .runlock = mrqd_runlock,
+    .tryrlock = mrqd_tryrlock,
+    .has_readers = k_has_readers,
+    .stats = k_stats,
+    .footprint = k_footprint,
 };

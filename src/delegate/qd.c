@@ -206,13 +206,13 @@ void qd_core_stats(qd_core_t *c, baton_stats_t *out)
  * help_limit operations have run, or a thread took it over.
  */
 #define QD_AWAY ((uintptr_t)1)
-#define QD_STEAL_PAUSES 64u   /* how long an enqueuer waits for an away resident */
-#define QD_CLOCK_EVERY 16u    /* calls between two clock reads */
+#define QD_STEAL_PAUSES 64u /* how long an enqueuer waits for an away resident */
+#define QD_CLOCK_EVERY 16u  /* calls between two clock reads */
 
 typedef struct qd_lock {
     qd_core_t core;
     _Alignas(BATON_CACHELINE) _Atomic uintptr_t resident;
-    uint64_t tenure_ns;       /* 0: no resident helper */
+    uint64_t tenure_ns; /* 0: no resident helper */
     /* Session state, owned by whoever holds the mutex (handed over with the
      * CAS on `resident`). */
     _Alignas(BATON_CACHELINE) uint64_t done, helped, tenure_end;
@@ -513,14 +513,25 @@ BATON_KIND_ADAPT_AT(stats, qd_lock_t, qd_core_stats, &l->core)
 const baton_kind_t baton_kind_qd = {
     .name = "qd",
     .summary = "queue delegation: a lock holder runs operations others enqueue; delegate detaches",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_DETACH |
+            BATON_CAP_WAIT | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
-    .size = sizeof(qd_lock_t), .align = _Alignof(qd_lock_t),
-    .options = qd_options, .noptions = sizeof qd_options / sizeof qd_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
+    .size = sizeof(qd_lock_t),
+    .align = _Alignof(qd_lock_t),
+    .options = qd_options,
+    .noptions = sizeof qd_options / sizeof qd_options[0],
+    .init = k_init,
+    .destroy = k_destroy,
+    .lock = k_lock,
+    .trylock = k_trylock,
     /* The unlock needs no owner (the mutex's), and leaves a free lock free. */
-    .unlock = k_unlock, .release = k_unlock, .is_locked = k_is_locked, .timedlock = k_timedlock,
-    .execute = qd_execute, .delegate = qd_delegate, .stats = k_stats, .footprint = qd_core_footprint,
+    .unlock = k_unlock,
+    .release = k_unlock,
+    .is_locked = k_is_locked,
+    .timedlock = k_timedlock,
+    .execute = qd_execute,
+    .delegate = qd_delegate,
+    .stats = k_stats,
+    .footprint = qd_core_footprint,
 };

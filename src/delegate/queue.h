@@ -78,11 +78,11 @@ typedef struct qd_queue {
     _Alignas(BATON_CACHELINE) _Atomic uint64_t counter;
     /* Read by every delegator, written twice per session. */
     _Alignas(BATON_CACHELINE) _Atomic uint32_t closed; /* a hint: see enqueue */
-    _Atomic uint32_t helping; /* a session is running (for destroy's EBUSY test) */
-    uint32_t size;       /* bytes, a multiple of 128 */
-    uint8_t pad;         /* every entry takes a whole line */
-    uint8_t cas;         /* fetch_add emulated with a CAS loop */
-    unsigned char *buf;  /* BATON_CACHELINE aligned, size bytes, zero between sessions */
+    _Atomic uint32_t helping;                          /* a session is running (for destroy's EBUSY test) */
+    uint32_t size;                                     /* bytes, a multiple of 128 */
+    uint8_t pad;                                       /* every entry takes a whole line */
+    uint8_t cas;                                       /* fetch_add emulated with a CAS loop */
+    unsigned char *buf; /* BATON_CACHELINE aligned, size bytes, zero between sessions */
     /* On the line the helper has just written when it counts (it closed the
      * queue): on a line of their own the counts cost every session whose
      * helper's CPU differs from the last one's a line transfer, and the
@@ -97,22 +97,18 @@ _Static_assert(offsetof(qd_queue_t, cnt) + sizeof(qd_counters_t) <=
 static inline void qd_count(_Atomic uint64_t *c, uint64_t n)
 {
     /* Relaxed: statistics only; the single writer holds the mutex. */
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                          memory_order_relaxed);
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
 int qd_queue_init(qd_queue_t *q, uint32_t size, bool pad, bool cas);
 void qd_queue_destroy(qd_queue_t *q);
 
-static inline uint32_t qd_round16(size_t n)
-{
-    return (uint32_t)((n + 15u) & ~(size_t)15u);
-}
+static inline uint32_t qd_round16(size_t n) { return (uint32_t)((n + 15u) & ~(size_t)15u); }
 
 /* Try to enqueue fn with a payload (args copied, or a ctx pointer when
  * flags has QD_F_CTX).  QD_OK once accepted, QD_CLOSED otherwise. */
-static inline int qd_enqueue(qd_queue_t *q, baton_fn fn, const void *payload, size_t psize,
-                             uint32_t flags, baton_future_t *f)
+static inline int qd_enqueue(qd_queue_t *q, baton_fn fn, const void *payload, size_t psize, uint32_t flags,
+                             baton_future_t *f)
 {
     /* Relaxed: only a hint that keeps delegators off the counter's line
      * while the queue is closed; the fetch_add below decides. */
@@ -220,7 +216,8 @@ static inline void qd_drain_to(qd_queue_t *q, uint64_t todo, uint64_t *done, uin
             break;
         }
         const uint32_t used = ((qd_hdr_t *)e)->used;
-        const uint32_t len = q->pad ? (used + BATON_CACHELINE - 1u) & ~(uint32_t)(BATON_CACHELINE - 1u) : used;
+        const uint32_t len =
+            q->pad ? (used + BATON_CACHELINE - 1u) & ~(uint32_t)(BATON_CACHELINE - 1u) : used;
         qd_run_entry(e, efn);
         (*helped)++;
         p += len;
@@ -259,9 +256,8 @@ typedef struct qd_hooks {
 /* Open the queue, run the caller's operation (fn, ctx, f), then help until
  * the queue is closed or help_limit operations have run.  The caller holds
  * the mutex. */
-static inline void qd_session(qd_queue_t *q, uint32_t help_limit,
-                              const void *lock_id, const qd_hooks_t *hooks, baton_fn fn, void *ctx,
-                              baton_future_t *f)
+static inline void qd_session(qd_queue_t *q, uint32_t help_limit, const void *lock_id,
+                              const qd_hooks_t *hooks, baton_fn fn, void *ctx, baton_future_t *f)
 {
     if (hooks && hooks->before_open)
         hooks->before_open(hooks->arg);
@@ -363,8 +359,7 @@ static inline int qd_mutex_trylock(qd_mutex_t *m)
     if (baton_load(&m->word, memory_order_relaxed) != 0)
         return EBUSY;
     uint32_t expected = 0;
-    return baton_cas(&m->word, &expected, 1u, memory_order_acquire, memory_order_relaxed) ? 0
-                                                                                        : EBUSY;
+    return baton_cas(&m->word, &expected, 1u, memory_order_acquire, memory_order_relaxed) ? 0 : EBUSY;
 }
 
 /* Wait by the policy, then park (qd.c). */
@@ -411,12 +406,11 @@ typedef struct qd_core {
  * option table (see QD_OPTIONS). */
 enum { QD_OPT_QUEUE, QD_OPT_HELP, QD_OPT_RETRIES, QD_OPT_PAD, QD_OPT_CAS, QD_NOPTS };
 
-#define QD_OPTIONS                                                                                 \
-    [QD_OPT_QUEUE] = {"queue", 256, 65536, 4096, "delegation buffer bytes (multiple of 128)"},   \
-    [QD_OPT_HELP] = {"help_limit", 1, 1u << 30, 4096, "operations per help session"},            \
-    [QD_OPT_RETRIES] = {"retries", 0, 1u << 30, 64,                                              \
-                        "attempts before taking the lock unconditionally"},                      \
-    [QD_OPT_PAD] = {"pad", 0, 1, 0, "one cache line per queue entry"},                           \
+#define QD_OPTIONS                                                                                           \
+    [QD_OPT_QUEUE] = {"queue", 256, 65536, 4096, "delegation buffer bytes (multiple of 128)"},               \
+    [QD_OPT_HELP] = {"help_limit", 1, 1u << 30, 4096, "operations per help session"},                        \
+    [QD_OPT_RETRIES] = {"retries", 0, 1u << 30, 64, "attempts before taking the lock unconditionally"},      \
+    [QD_OPT_PAD] = {"pad", 0, 1, 0, "one cache line per queue entry"},                                       \
     [QD_OPT_CAS] = {"cas", 0, 1, 0, "emulate fetch_add with a CAS loop"}
 
 int qd_core_init(qd_core_t *c, const baton_opts_t *o);
@@ -434,10 +428,7 @@ void qd_core_stats(qd_core_t *c, baton_stats_t *out);
  * meanwhile we leave the mutex's and the queue's lines alone (a spinning
  * retry pulls them over at every look, so the holder pays a line transfer
  * per session).  The starvation bound (`retries`) counts these pauses. */
-static inline void qd_retry_pause(void)
-{
-    sched_yield();
-}
+static inline void qd_retry_pause(void) { sched_yield(); }
 
 /* One delegated operation: help if the mutex is free, else enqueue; after
  * `retries` refusals, take the mutex unconditionally.  `lock_id` names the
@@ -446,9 +437,8 @@ static inline void qd_retry_pause(void)
  * another thread will. */
 enum { QD_RAN = 0, QD_ENQUEUED = 1 };
 
-static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t *hooks,
-                            baton_fn fn, const void *payload, size_t psize, uint32_t flags,
-                            baton_future_t *f)
+static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t *hooks, baton_fn fn,
+                            const void *payload, size_t psize, uint32_t flags, baton_future_t *f)
 {
     for (unsigned tries = 0;; tries++) {
         if (qd_mutex_trylock(&c->mutex) == 0)
@@ -466,16 +456,15 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
     void *ctx = qd_own_ctx(payload, psize, flags, copy);
     /* An execute's own future has no other reader: nothing to complete. */
-    qd_session(&c->queue, c->help_limit, lock_id, hooks, fn, ctx,
-               (flags & QD_F_OWN) ? NULL : f);
+    qd_session(&c->queue, c->help_limit, lock_id, hooks, fn, ctx, (flags & QD_F_OWN) ? NULL : f);
     qd_mutex_unlock(&c->mutex);
     return QD_RAN;
 }
 
 /* execute through qd_submit: the ctx pointer travels in the entry, and the
  * caller waits on a future on its stack only if another thread runs it. */
-static inline int qd_submit_wait(qd_core_t *c, const void *lock_id, const qd_hooks_t *hooks,
-                                 baton_fn fn, void *ctx)
+static inline int qd_submit_wait(qd_core_t *c, const void *lock_id, const qd_hooks_t *hooks, baton_fn fn,
+                                 void *ctx)
 {
     baton_future_t f;
     baton_future_prepare(&f, &c->wait);

@@ -67,8 +67,8 @@ typedef struct rcl_lock {
 
 /* The calling thread is l's server, running an operation: run this one
  * now; the server thread is the only one that runs l's operations. */
-static int run_inline(rcl_lock_t *l, baton_fn fn, void *ctx, const void *args, size_t size,
-                      baton_future_t *f, uint32_t flags)
+static int run_inline(rcl_lock_t *l, baton_fn fn, void *ctx, const void *args, size_t size, baton_future_t *f,
+                      uint32_t flags)
 {
     srt_server_t *s = l->server;
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
@@ -79,8 +79,7 @@ static int run_inline(rcl_lock_t *l, baton_fn fn, void *ctx, const void *args, s
     }
     baton_run_op(l, fn, ctx, f);
     /* Relaxed: only this (the server) thread writes it. */
-    baton_store(&s->inlined, baton_load(&s->inlined, memory_order_relaxed) + 1,
-                memory_order_relaxed);
+    baton_store(&s->inlined, baton_load(&s->inlined, memory_order_relaxed) + 1, memory_order_relaxed);
     return 0;
 }
 
@@ -89,8 +88,8 @@ static inline uint32_t mb_state(srt_mailbox_t *mb, memory_order mo)
     return baton_load(&mb->state, mo) & ~BATON_WAIT_PARKED;
 }
 
-static int rcl_submit(rcl_lock_t *l, baton_fn fn, void *ctx, const void *args, size_t size,
-                      baton_future_t *f, uint32_t flags)
+static int rcl_submit(rcl_lock_t *l, baton_fn fn, void *ctx, const void *args, size_t size, baton_future_t *f,
+                      uint32_t flags)
 {
     srt_server_t *s = l->server;
     if (BATON_UNLIKELY(srt_self() == s))
@@ -146,8 +145,8 @@ static int k_init(void *st, const baton_opts_t *o)
     l->wait = o->wait;
     l->post = (uint32_t)o->value[OPT_POST];
     l->server = NULL;
-    return srt_get("rcl", (int)o->value[OPT_SERVER], (unsigned)o->value[OPT_CPU],
-                   o->value[OPT_IDLE], &l->server);
+    return srt_get("rcl", (int)o->value[OPT_SERVER], (unsigned)o->value[OPT_CPU], o->value[OPT_IDLE],
+                   &l->server);
 }
 
 static int k_destroy(void *st)
@@ -172,10 +171,7 @@ static int k_destroy(void *st)
 
 /* Written out, not adapted (kind.h): each passes rcl_submit() its own
  * mode, a context to run with, or arguments to copy and a future. */
-static int k_execute(void *st, baton_fn fn, void *ctx)
-{
-    return rcl_submit(st, fn, ctx, NULL, 0, NULL, 0);
-}
+static int k_execute(void *st, baton_fn fn, void *ctx) { return rcl_submit(st, fn, ctx, NULL, 0, NULL, 0); }
 
 static int k_delegate(void *st, baton_fn fn, const void *args, size_t size, baton_future_t *f)
 {
@@ -195,8 +191,7 @@ static const baton_option_desc_t rcl_options[] = {
     [OPT_SERVER] = {"server", 0, SRT_SERVERS - 1, 0, "the server thread that runs the operations"},
     [OPT_CPU] = {"cpu", 0, SRT_CPU_AUTO, SRT_CPU_AUTO,
                  "CPU the server is pinned to; 1023: the server-th CPU from the end of the mask"},
-    [OPT_POST] = {"post", 0, 1, 0,
-                  "1: delegate returns once posted (only each thread's own order is kept)"},
+    [OPT_POST] = {"post", 0, 1, 0, "1: delegate returns once posted (only each thread's own order is kept)"},
     [OPT_IDLE] = {"idle_us", 1, 1000000, 100, "how long an idle server scans before it parks"},
 };
 
@@ -204,12 +199,17 @@ const baton_kind_t baton_kind_rcl = {
     .name = "rcl",
     .summary = "remote core locking: a pinned server thread runs every operation (post=1: "
                "per-thread order only)",
-    .caps = BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_DETACH | BATON_CAP_WAIT |
-            BATON_CAP_SERVER | BATON_CAP_NOCOLLAPSE,
+    .caps = BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_DETACH | BATON_CAP_WAIT | BATON_CAP_SERVER |
+            BATON_CAP_NOCOLLAPSE,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
-    .size = sizeof(rcl_lock_t), .align = _Alignof(rcl_lock_t),
-    .options = rcl_options, .noptions = sizeof rcl_options / sizeof rcl_options[0],
-    .init = k_init, .destroy = k_destroy,
-    .execute = k_execute, .delegate = k_delegate, .stats = k_stats,
+    .size = sizeof(rcl_lock_t),
+    .align = _Alignof(rcl_lock_t),
+    .options = rcl_options,
+    .noptions = sizeof rcl_options / sizeof rcl_options[0],
+    .init = k_init,
+    .destroy = k_destroy,
+    .execute = k_execute,
+    .delegate = k_delegate,
+    .stats = k_stats,
 };

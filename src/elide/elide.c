@@ -80,25 +80,25 @@ typedef struct stripe {
 typedef struct elide_lock {
     /* Read-only once initialised, and read inside transactions. */
     baton_lock_t *inner;
-    void *is;                    /* the inner lock's state */
-    const baton_kind_t *ik;      /* the inner kind's table */
-    bool direct;                 /* call ik's lock/unlock/trylock (no owner check in the API) */
+    void *is;               /* the inner lock's state */
+    const baton_kind_t *ik; /* the inner kind's table */
+    bool direct;            /* call ik's lock/unlock/trylock (no owner check in the API) */
     int (*is_locked)(void *);
-    int (*has_readers)(void *);  /* NULL unless the inner kind is RW */
-    stripe_t *commits;           /* NULL: stats=0 */
+    int (*has_readers)(void *); /* NULL unless the inner kind is RW */
+    stripe_t *commits;          /* NULL: stats=0 */
     uint32_t nstripes;
     uint32_t retries, nretries, skip_base;
     uint8_t policy, rw;
-    baton_wait_t busy_wait;      /* how a thread waits for the lock to be free */
+    baton_wait_t busy_wait; /* how a thread waits for the lock to be free */
     /* Written only on slow paths, outside transactions, and never read
      * inside one: by real holders (gate, owner), after aborts and failures
      * (the counters, the adaptive back-off).  One line: the slow paths are
      * slow anyway, and an interposed program may have a million locks. */
     _Alignas(BATON_CACHELINE) _Atomic uint32_t gate; /* BATON_WAIT_PARKED: a waiter sleeps, or is about to */
-    _Atomic uint32_t skip;       /* adaptive: acquisitions left that skip elision */
-    _Atomic uint32_t streak;     /* adaptive: failed acquisitions in a row */
+    _Atomic uint32_t skip;                           /* adaptive: acquisitions left that skip elision */
+    _Atomic uint32_t streak;                         /* adaptive: failed acquisitions in a row */
     _Atomic uintptr_t owner;
-    _Atomic uint64_t slow[NSLOW]; /* aborts by cause, fallbacks, skips */
+    _Atomic uint64_t slow[NSLOW];   /* aborts by cause, fallbacks, skips */
     struct elide_lock *prev, *next; /* every live elide lock (under all_mu) */
 } elide_lock_t;
 
@@ -228,7 +228,8 @@ static inline void wake_waiters(elide_lock_t *l)
 {
     /* acq_rel RMW: pairs with the waiter's (see wait_free()); clearing the
      * bit also changes the word, so a sleeper about to park returns. */
-    if (BATON_UNLIKELY(baton_fetch_and(&l->gate, ~BATON_WAIT_PARKED, memory_order_acq_rel) & BATON_WAIT_PARKED))
+    if (BATON_UNLIKELY(baton_fetch_and(&l->gate, ~BATON_WAIT_PARKED, memory_order_acq_rel) &
+                       BATON_WAIT_PARKED))
         baton_wake_all(&l->gate);
 }
 
@@ -249,11 +250,9 @@ static void failed(elide_lock_t *l)
 static bool retry_after(const elide_lock_t *l, unsigned cause, unsigned aborts)
 {
     switch (l->policy) {
-    case POLICY_NRETRIES:
-        return aborts < l->nretries;
+    case POLICY_NRETRIES: return aborts < l->nretries;
     case POLICY_BASE:
-    case POLICY_SLEEP:
-        return aborts < l->retries;
+    case POLICY_SLEEP: return aborts < l->retries;
     default:
         if (cause == BATON_ABORT_BUSY || cause == BATON_ABORT_CONFLICT || cause == BATON_ABORT_RETRY)
             return aborts < l->retries;
@@ -670,11 +669,10 @@ static int k_init(void *s, const baton_opts_t *o)
     int rc = baton_opts_inner(o, inner, sizeof inner);
     if (rc)
         return rc;
-    int chosen = (o->value[OPT_ADAPTIVE] != 0) + (o->value[OPT_BASE] != 0) +
-                 (o->value[OPT_NRETRIES] != 0) + (o->value[OPT_SLEEP] != 0);
+    int chosen = (o->value[OPT_ADAPTIVE] != 0) + (o->value[OPT_BASE] != 0) + (o->value[OPT_NRETRIES] != 0) +
+                 (o->value[OPT_SLEEP] != 0);
     if (chosen > 1)
-        return baton_fail(EINVAL, "elide(%s): choose one policy of adaptive, base, nretries=N, sleep",
-                          inner);
+        return baton_fail(EINVAL, "elide(%s): choose one policy of adaptive, base, nretries=N, sleep", inner);
     l->inner = baton_lock_new(inner);
     if (!l->inner)
         return errno ? errno : EINVAL; /* the message names what was wrong */
@@ -693,10 +691,10 @@ static int k_init(void *s, const baton_opts_t *o)
     l->is_locked = ik->is_locked;
     l->rw = (ik->caps & BATON_CAP_RW) != 0 && ik->rlock != NULL;
     l->has_readers = l->rw ? ik->has_readers : NULL;
-    l->policy = o->value[OPT_BASE] ? POLICY_BASE
+    l->policy = o->value[OPT_BASE]       ? POLICY_BASE
                 : o->value[OPT_NRETRIES] ? POLICY_NRETRIES
-                : o->value[OPT_SLEEP] ? POLICY_SLEEP
-                : POLICY_ADAPTIVE;
+                : o->value[OPT_SLEEP]    ? POLICY_SLEEP
+                                         : POLICY_ADAPTIVE;
     l->retries = (uint32_t)o->value[OPT_RETRIES];
     l->nretries = (uint32_t)o->value[OPT_NRETRIES];
     l->skip_base = (uint32_t)o->value[OPT_SKIP];
@@ -752,16 +750,30 @@ const baton_kind_t baton_kind_elide = {
     /* Not BATON_CAP_RW: readers share the lock only when the inner kind is a
      * readers-writer kind (elide(rw(mcs)), elide(mrqd)); over a mutex kind
      * rlock is lock, as for every mutex kind. */
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WRAPPER | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WRAPPER |
+            BATON_CAP_TIMED,
     .waits = BATON_WAITS_NONE,
     .default_wait = BATON_NO_WAIT,
-    .size = sizeof(elide_lock_t), .align = _Alignof(elide_lock_t),
-    .options = elide_options, .noptions = sizeof elide_options / sizeof elide_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .rlock = k_rlock,
-    .runlock = k_runlock, .tryrlock = k_tryrlock, .timedlock = k_timedlock, .timedrlock = k_timedrlock,
-    .timed = k_timed, .execute = k_execute, .delegate = k_delegate, .stats = k_stats,
+    .size = sizeof(elide_lock_t),
+    .align = _Alignof(elide_lock_t),
+    .options = elide_options,
+    .noptions = sizeof elide_options / sizeof elide_options[0],
+    .init = k_init,
+    .destroy = k_destroy,
+    .lock = k_lock,
+    .trylock = k_trylock,
+    .unlock = k_unlock,
+    .release = k_release,
+    .is_locked = k_is_locked,
+    .rlock = k_rlock,
+    .runlock = k_runlock,
+    .tryrlock = k_tryrlock,
+    .timedlock = k_timedlock,
+    .timedrlock = k_timedrlock,
+    .timed = k_timed,
+    .execute = k_execute,
+    .delegate = k_delegate,
+    .stats = k_stats,
     .wrapper = true,
     .footprint = k_footprint,
 };

@@ -29,9 +29,8 @@ static baton_htm_info_t info;
 static char state_buf[32];
 
 static const char *const cause_names[BATON_ABORT_CAUSES] = {
-    [BATON_ABORT_CONFLICT] = "conflict", [BATON_ABORT_CAPACITY] = "capacity",
-    [BATON_ABORT_BUSY] = "busy",         [BATON_ABORT_EXPLICIT] = "explicit",
-    [BATON_ABORT_RETRY] = "retry",       [BATON_ABORT_NESTED] = "nested",
+    [BATON_ABORT_CONFLICT] = "conflict", [BATON_ABORT_CAPACITY] = "capacity", [BATON_ABORT_BUSY] = "busy",
+    [BATON_ABORT_EXPLICIT] = "explicit", [BATON_ABORT_RETRY] = "retry",       [BATON_ABORT_NESTED] = "nested",
     [BATON_ABORT_DEBUG] = "debug",       [BATON_ABORT_OTHER] = "other",
 };
 
@@ -107,9 +106,11 @@ static void setup(void)
         return;
     }
     if (asked == BATON_RTM_ENV_BAD) {
-        fprintf(stderr, "baton: BATON_RTM=%s not understood (expected auto, off, or inject:<cause> "
-                        "with a cause among conflict, capacity, busy, explicit, retry, nested, "
-                        "debug, other); behaving as if the CPU had no RTM\n", env);
+        fprintf(stderr,
+                "baton: BATON_RTM=%s not understood (expected auto, off, or inject:<cause> "
+                "with a cause among conflict, capacity, busy, explicit, retry, nested, "
+                "debug, other); behaving as if the CPU had no RTM\n",
+                env);
         info.state = "disabled";
         info.why = "BATON_RTM was not understood";
         return;
@@ -134,10 +135,7 @@ static void setup(void)
 #endif
 }
 
-void baton_htm_setup(void)
-{
-    pthread_once(&once, setup);
-}
+void baton_htm_setup(void) { pthread_once(&once, setup); }
 
 void baton_htm_info(baton_htm_info_t *out)
 {

@@ -30,21 +30,21 @@
 
 /* The status a begin returns: STARTED, or an abort status in RTM's layout
  * (the same bits as _XABORT_*; an explicit abort's code in bits 24-31). */
-#define HTM_STARTED   0xffffffffu
-#define HTM_EXPLICIT  (1u << 0)
-#define HTM_RETRY     (1u << 1)
-#define HTM_CONFLICT  (1u << 2)
-#define HTM_CAPACITY  (1u << 3)
-#define HTM_DEBUG     (1u << 4)
-#define HTM_NESTED    (1u << 5)
-#define HTM_CODE(s)   (((s) >> 24) & 0xffu)
+#define HTM_STARTED 0xffffffffu
+#define HTM_EXPLICIT (1u << 0)
+#define HTM_RETRY (1u << 1)
+#define HTM_CONFLICT (1u << 2)
+#define HTM_CAPACITY (1u << 3)
+#define HTM_DEBUG (1u << 4)
+#define HTM_NESTED (1u << 5)
+#define HTM_CODE(s) (((s) >> 24) & 0xffu)
 
 /* Explicit abort codes of our own: the lock was held for real; the flat
  * nesting table is full; a lock was locked again inside the transaction
  * that elides it (the non-speculative run must show what that does). */
-#define HTM_CODE_BUSY  0xffu
+#define HTM_CODE_BUSY 0xffu
 #define HTM_CODE_DEPTH 0xfeu
-#define HTM_CODE_SELF  0xfdu
+#define HTM_CODE_SELF 0xfdu
 
 enum { BATON_HTM_NONE = 0, BATON_HTM_REAL = 1, BATON_HTM_INJECT = 2 };
 

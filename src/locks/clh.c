@@ -30,10 +30,7 @@
 enum { CLH_RELEASED = 0, CLH_HELD = 1, CLH_LEFT = 2 };
 
 /* The node a left node names (state CLH_LEFT + index). */
-static inline baton_qnode_t *left_to(uint32_t st)
-{
-    return baton_qnode_at(st - CLH_LEFT);
-}
+static inline baton_qnode_t *left_to(uint32_t st) { return baton_qnode_at(st - CLH_LEFT); }
 
 /* A node's state without the parked bit.  Acquire pairs with the release
  * of the store that set it (an unlock, a waiter leaving). */
@@ -56,15 +53,9 @@ static baton_qnode_t *wait_released(baton_clh_t *l, baton_qnode_t *pred)
     return pred;
 }
 
-static inline uint64_t pack(baton_qnode_t *n)
-{
-    return ((uint64_t)n->gen << 32) | n->index;
-}
+static inline uint64_t pack(baton_qnode_t *n) { return ((uint64_t)n->gen << 32) | n->index; }
 
-static inline baton_qnode_t *unpack(uint64_t t)
-{
-    return baton_qnode_at((uint32_t)t);
-}
+static inline baton_qnode_t *unpack(uint64_t t) { return baton_qnode_at((uint32_t)t); }
 
 /* Nodes an init leaves in the thread's pool (see baton_clh_init()). */
 #define CLH_RESERVE 4u
@@ -242,15 +233,22 @@ BATON_KIND_ADAPT_MUTEX(clh)
 BATON_KIND_ADAPT(release, baton_clh_release)
 
 /* The lock owns one queue node from the arena (the dummy init takes). */
-static size_t k_footprint(const baton_opts_t *o) { (void)o; return sizeof(baton_qnode_t); }
+static size_t k_footprint(const baton_opts_t *o)
+{
+    (void)o;
+    return sizeof(baton_qnode_t);
+}
 
 const baton_kind_t baton_kind_clh = {
     .name = "clh",
     .summary = "CLH queue lock: FIFO, each waiter waits on its predecessor's node",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_OWNER | BATON_CAP_FIFO | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
-    .size = sizeof(baton_clh_t), .align = _Alignof(baton_clh_t),
-    BATON_KIND_MUTEX_OPS, .release = k_release, .footprint = k_footprint,
+    .size = sizeof(baton_clh_t),
+    .align = _Alignof(baton_clh_t),
+    BATON_KIND_MUTEX_OPS,
+    .release = k_release,
+    .footprint = k_footprint,
 };

@@ -37,20 +37,13 @@ int baton_mcs_init(baton_mcs_t *l, const baton_wait_t *wait)
     return 0;
 }
 
-int baton_mcs_is_locked(baton_mcs_t *l)
-{
-    return baton_load(&l->tail, memory_order_relaxed) != NULL;
-}
+int baton_mcs_is_locked(baton_mcs_t *l) { return baton_load(&l->tail, memory_order_relaxed) != NULL; }
 
-int baton_mcs_destroy(baton_mcs_t *l)
-{
-    return baton_mcs_is_locked(l) ? EBUSY : 0;
-}
+int baton_mcs_destroy(baton_mcs_t *l) { return baton_mcs_is_locked(l) ? EBUSY : 0; }
 
 /* Link behind the predecessor and wait for the handover.  Out of line, so
  * that the uncontended path needs no stack frame. */
-__attribute__((noinline, cold)) static void lock_wait(baton_mcs_t *l, baton_qnode_t *n,
-                                                      baton_qnode_t *pred)
+__attribute__((noinline, cold)) static void lock_wait(baton_mcs_t *l, baton_qnode_t *n, baton_qnode_t *pred)
 {
     /* Only a predecessor writes our state, and it learns of us from the
      * link below, so initialising it here (not before the exchange) keeps
@@ -183,10 +176,12 @@ BATON_KIND_ADAPT(release, baton_mcs_release)
 const baton_kind_t baton_kind_mcs = {
     .name = "mcs",
     .summary = "MCS queue lock: FIFO, each waiter waits on its own node",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_OWNER | BATON_CAP_FIFO | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
-    .size = sizeof(baton_mcs_t), .align = _Alignof(baton_mcs_t),
-    BATON_KIND_MUTEX_OPS, .release = k_release,
+    .size = sizeof(baton_mcs_t),
+    .align = _Alignof(baton_mcs_t),
+    BATON_KIND_MUTEX_OPS,
+    .release = k_release,
 };

@@ -26,10 +26,7 @@
 
 #define GEN_MASK BATON_MONITOR_GEN_MASK
 
-static inline uint64_t pack(uint32_t id, uint32_t gen)
-{
-    return ((uint64_t)gen << 32) | id;
-}
+static inline uint64_t pack(uint32_t id, uint32_t gen) { return ((uint64_t)gen << 32) | id; }
 
 int baton_onespinner_init(baton_onespinner_t *l, const baton_wait_t *wait)
 {
@@ -57,10 +54,7 @@ int baton_onespinner_is_locked(baton_onespinner_t *l)
     return (baton_load(&l->head, memory_order_acquire) & ~BATON_WAIT_PARKED) != 0;
 }
 
-int baton_onespinner_destroy(baton_onespinner_t *l)
-{
-    return baton_onespinner_is_locked(l) ? EBUSY : 0;
-}
+int baton_onespinner_destroy(baton_onespinner_t *l) { return baton_onespinner_is_locked(l) ? EBUSY : 0; }
 
 /* lock.head <- id; monitors[id]++.  The head store may be relaxed: the
  * release on the monitor orders it before any successor sees the new
@@ -204,11 +198,14 @@ BATON_KIND_ADAPT(release, baton_onespinner_release)
 
 const baton_kind_t baton_kind_onespinner = {
     .name = "onespinner",
-    .summary = "1spinner (Akkan et al. 2013): FIFO; waits on the predecessor's monitor, one thread polls the lock",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_FIFO | BATON_CAP_TIMED,
+    .summary =
+        "1spinner (Akkan et al. 2013): FIFO; waits on the predecessor's monitor, one thread polls the lock",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_OWNER | BATON_CAP_FIFO | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
-    .size = sizeof(baton_onespinner_t), .align = _Alignof(baton_onespinner_t),
-    BATON_KIND_MUTEX_OPS, .release = k_release,
+    .size = sizeof(baton_onespinner_t),
+    .align = _Alignof(baton_onespinner_t),
+    BATON_KIND_MUTEX_OPS,
+    .release = k_release,
 };

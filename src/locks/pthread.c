@@ -98,6 +98,8 @@ const baton_kind_t baton_kind_pthread = {
             BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_NONE,
     .default_wait = BATON_NO_WAIT,
-    .size = sizeof(pthread_state_t), .align = _Alignof(pthread_state_t),
-    BATON_KIND_MUTEX_OPS, .release = k_release,
+    .size = sizeof(pthread_state_t),
+    .align = _Alignof(pthread_state_t),
+    BATON_KIND_MUTEX_OPS,
+    .release = k_release,
 };

@@ -383,10 +383,7 @@ static int lock_slow(baton_relay_t *l, uintptr_t self, const baton_deadline_t *d
     return 0;
 }
 
-void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self)
-{
-    (void)lock_slow(l, self, NULL);
-}
+void baton_relay_lock_slow(baton_relay_t *l, uintptr_t self) { (void)lock_slow(l, self, NULL); }
 
 int baton_relay_timedlock(baton_relay_t *l, const baton_deadline_t *d)
 {
@@ -466,12 +463,16 @@ BATON_KIND_ADAPT(release, baton_relay_release)
 
 const baton_kind_t baton_kind_relay = {
     .name = "relay",
-    .summary = "the previous default: barging owner keeps the lock on its core, FIFO queue, handoff after a slice",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
+    .summary =
+        "the previous default: barging owner keeps the lock on its core, FIFO queue, handoff after a slice",
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
-    .size = sizeof(baton_relay_t), .align = _Alignof(baton_relay_t),
-    .options = relay_options, .noptions = sizeof relay_options / sizeof relay_options[0],
-    BATON_KIND_MUTEX_OPS, .release = k_release,
+    .size = sizeof(baton_relay_t),
+    .align = _Alignof(baton_relay_t),
+    .options = relay_options,
+    .noptions = sizeof relay_options / sizeof relay_options[0],
+    BATON_KIND_MUTEX_OPS,
+    .release = k_release,
 };

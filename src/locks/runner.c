@@ -268,8 +268,9 @@ static inline int look_again(baton_runner_t *l, look_t *lk)
 {
     uintptr_t w = baton_load(&l->word, memory_order_relaxed);
     uint32_t c = baton_load(&l->count, memory_order_relaxed);
-    int seen = w == 0 ? (lk->word == 0 ? SEEN_STABLE_FREE : SEEN_FREE)
-               : (w == lk->word && c != lk->count) ? SEEN_LOOPING : SEEN_HELD;
+    int seen = w == 0                              ? (lk->word == 0 ? SEEN_STABLE_FREE : SEEN_FREE)
+               : (w == lk->word && c != lk->count) ? SEEN_LOOPING
+                                                   : SEEN_HELD;
     lk->word = w;
     lk->count = c;
     return seen;
@@ -698,10 +699,7 @@ static int lock_slow(baton_runner_t *l, uintptr_t self, const baton_deadline_t *
     return 0;
 }
 
-void baton_runner_lock_slow(baton_runner_t *l, uintptr_t self)
-{
-    (void)lock_slow(l, self, NULL);
-}
+void baton_runner_lock_slow(baton_runner_t *l, uintptr_t self) { (void)lock_slow(l, self, NULL); }
 
 int baton_runner_timedlock(baton_runner_t *l, const baton_deadline_t *d)
 {
@@ -736,7 +734,8 @@ int baton_runner_release_slow(baton_runner_t *l)
              * heir finds it set when it sees RUN_GRANTED; release on the
              * CAS publishes both, and our critical section, to the heir's
              * acquire load of its state. */
-            baton_store(&l->word, atomic_load_explicit(&h->owner, memory_order_relaxed), memory_order_relaxed);
+            baton_store(&l->word, atomic_load_explicit(&h->owner, memory_order_relaxed),
+                        memory_order_relaxed);
             if (baton_cas(&h->state, &st, RUN_GRANTED, memory_order_release, memory_order_relaxed))
                 return 0;
             /* It began to sleep just now: wake it instead, below. */
@@ -826,11 +825,14 @@ static int k_release(void *s)
 const baton_kind_t baton_kind_runner = {
     .name = "runner",
     .summary = "default: barging, at most one spinning heir, hand-over only to a running heir after a tenure",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_OWNER | BATON_CAP_NOCOLLAPSE | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_AUTO,
-    .size = sizeof(baton_runner_t), .align = _Alignof(baton_runner_t),
-    .options = runner_options, .noptions = sizeof runner_options / sizeof runner_options[0],
-    BATON_KIND_MUTEX_OPS, .release = k_release,
+    .size = sizeof(baton_runner_t),
+    .align = _Alignof(baton_runner_t),
+    .options = runner_options,
+    .noptions = sizeof runner_options / sizeof runner_options[0],
+    BATON_KIND_MUTEX_OPS,
+    .release = k_release,
 };

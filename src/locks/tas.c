@@ -14,10 +14,7 @@ int baton_tas_init(baton_tas_t *l, const baton_wait_t *wait)
     return 0;
 }
 
-int baton_tas_destroy(baton_tas_t *l)
-{
-    return baton_tas_is_locked(l) ? EBUSY : 0;
-}
+int baton_tas_destroy(baton_tas_t *l) { return baton_tas_is_locked(l) ? EBUSY : 0; }
 
 /* The sleeping half of the three-state futex mutex: mark the word "held with
  * sleepers" and sleep until an exchange finds it free.  Every acquisition
@@ -87,7 +84,9 @@ int baton_tas_timedlock(baton_tas_t *l, const baton_deadline_t *d)
      * is taken. */
     while (baton_xchg(&l->word, BATON_TAS_SLEEPERS, memory_order_acquire) != BATON_TAS_FREE)
         if (baton_park_until(&l->word, BATON_TAS_SLEEPERS, d) == ETIMEDOUT)
-            return baton_xchg(&l->word, BATON_TAS_SLEEPERS, memory_order_acquire) == BATON_TAS_FREE ? 0 : ETIMEDOUT;
+            return baton_xchg(&l->word, BATON_TAS_SLEEPERS, memory_order_acquire) == BATON_TAS_FREE
+                       ? 0
+                       : ETIMEDOUT;
     return 0;
 }
 
@@ -100,10 +99,13 @@ BATON_KIND_ADAPT_MUTEX(tas)
 const baton_kind_t baton_kind_tas = {
     .name = "tas",
     .summary = "test-and-set: one exchange to acquire; waiters retry the exchange",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
-    .size = sizeof(baton_tas_t), .align = _Alignof(baton_tas_t),
+    .size = sizeof(baton_tas_t),
+    .align = _Alignof(baton_tas_t),
     /* The unlock needs no owner, and leaves a free lock free. */
-    BATON_KIND_MUTEX_OPS, .release = k_unlock,
+    BATON_KIND_MUTEX_OPS,
+    .release = k_unlock,
 };

@@ -15,10 +15,7 @@ int baton_ticket_init(baton_ticket_t *l, const baton_wait_t *wait)
     return 0;
 }
 
-int baton_ticket_destroy(baton_ticket_t *l)
-{
-    return baton_ticket_is_locked(l) ? EBUSY : 0;
-}
+int baton_ticket_destroy(baton_ticket_t *l) { return baton_ticket_is_locked(l) ? EBUSY : 0; }
 
 void baton_ticket_wait_turn(baton_ticket_t *l, uint32_t ticket)
 {
@@ -79,10 +76,12 @@ static int k_release(void *s) { return baton_ticket_is_locked(s) ? baton_ticket_
 const baton_kind_t baton_kind_ticket = {
     .name = "ticket",
     .summary = "ticket lock: FIFO by fetch-and-add; all waiters read one word",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_FIFO | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_FIFO | BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPIN,
-    .size = sizeof(baton_ticket_t), .align = _Alignof(baton_ticket_t),
-    BATON_KIND_MUTEX_OPS, .release = k_release,
+    .size = sizeof(baton_ticket_t),
+    .align = _Alignof(baton_ticket_t),
+    BATON_KIND_MUTEX_OPS,
+    .release = k_release,
 };

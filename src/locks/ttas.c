@@ -15,10 +15,7 @@ int baton_ttas_init(baton_ttas_t *l, const baton_wait_t *wait)
     return 0;
 }
 
-int baton_ttas_destroy(baton_ttas_t *l)
-{
-    return baton_ttas_is_locked(l) ? EBUSY : 0;
-}
+int baton_ttas_destroy(baton_ttas_t *l) { return baton_ttas_is_locked(l) ? EBUSY : 0; }
 
 void baton_ttas_lock_slow(baton_ttas_t *l)
 {
@@ -96,10 +93,13 @@ BATON_KIND_ADAPT_MUTEX(ttas)
 const baton_kind_t baton_kind_ttas = {
     .name = "ttas",
     .summary = "test-and-test-and-set with bounded exponential backoff",
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT | BATON_CAP_TIMED,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_TIMED,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_BACKOFF,
-    .size = sizeof(baton_ttas_t), .align = _Alignof(baton_ttas_t),
+    .size = sizeof(baton_ttas_t),
+    .align = _Alignof(baton_ttas_t),
     /* The unlock needs no owner, and leaves a free lock free. */
-    BATON_KIND_MUTEX_OPS, .release = k_unlock,
+    BATON_KIND_MUTEX_OPS,
+    .release = k_unlock,
 };

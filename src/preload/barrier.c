@@ -113,7 +113,8 @@ __attribute__((noinline, cold)) static void configure(void)
     *(void **)&real.destroy = need("pthread_barrier_destroy");
     pl_barrier_class.slot = sizeof(barrier_slot_t);
     char desc[sizeof spec + 200], err[sizeof spec + 600];
-    if (pl_config_barrier(getenv("BATON_BARRIER"), &stock, spec, sizeof spec, desc, sizeof desc, err, sizeof err) != 0)
+    if (pl_config_barrier(getenv("BATON_BARRIER"), &stock, spec, sizeof spec, desc, sizeof desc, err,
+                          sizeof err) != 0)
         pl_die("%s", err);
     pl_log("barrier: %s", desc);
     baton_store(&configured, 2, memory_order_release);
@@ -135,10 +136,7 @@ static inline int barrier_whose(void)
     return stock ? PL_FORWARD : 0;
 }
 
-static inline pl_barrier_t *as_pl(pthread_barrier_t *b)
-{
-    return (pl_barrier_t *)(void *)b;
-}
+static inline pl_barrier_t *as_pl(pthread_barrier_t *b) { return (pl_barrier_t *)(void *)b; }
 
 /* The slot the handle `h` names, if it serves this barrier. */
 static inline barrier_slot_t *slot_of(pl_barrier_t *p, uint32_t h)
@@ -203,7 +201,8 @@ PRELOAD_API int pthread_barrier_wait(pthread_barrier_t *barrier)
             /* Destroy decides: it frees (the handle changes) or gives up (the
              * mark goes).  Slots are never unmapped: reading a freed one is
              * safe.  Acquire: pairs with destroy's release stores. */
-            while (baton_load(&p->handle, memory_order_acquire) == h && baton_load(&sl->dying, memory_order_acquire))
+            while (baton_load(&p->handle, memory_order_acquire) == h &&
+                   baton_load(&sl->dying, memory_order_acquire))
                 sched_yield();
             continue;
         }
@@ -217,7 +216,8 @@ PRELOAD_API int pthread_barrier_wait(pthread_barrier_t *barrier)
     }
 }
 
-_Static_assert(BATON_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD, "the serial-thread marker is POSIX's");
+_Static_assert(BATON_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD,
+               "the serial-thread marker is POSIX's");
 
 /* Wait until no thread is inside pthread_barrier_wait on p: yielding first,
  * then sleeping up to 1 ms at a time; false after DESTROY_PATIENCE_NS. */

@@ -44,8 +44,8 @@ static void park_by_default(baton_spec_t *s)
         baton_spec_node_t *n = &s->node[i];
         const baton_kind_t *k = n->kind;
         baton_wait_t w = {.kind = n->wait};
-        if (!n->wait_named && (k->caps & BATON_CAP_WAIT) && (k->waits & BATON_WAIT_BIT(BATON_WAIT_SPINPARK)) &&
-            !baton_wait_may_park(&w)) {
+        if (!n->wait_named && (k->caps & BATON_CAP_WAIT) &&
+            (k->waits & BATON_WAIT_BIT(BATON_WAIT_SPINPARK)) && !baton_wait_may_park(&w)) {
             n->wait = BATON_WAIT_SPINPARK;
             n->wait_named = true;
         }
@@ -89,8 +89,8 @@ int pl_config_parse(const pl_class_t *c, const char *value, const char *deflt, b
     return 0;
 }
 
-int pl_config_class_spec(pl_class_t *c, const baton_spec_t *parsed, const char *text, unsigned need, char *err,
-                         size_t errlen)
+int pl_config_class_spec(pl_class_t *c, const baton_spec_t *parsed, const char *text, unsigned need,
+                         char *err, size_t errlen)
 {
     baton_spec_t s = *parsed;
     /* A spec that names no policy gets spinpark where the kind's own default
@@ -113,8 +113,8 @@ int pl_config_class_spec(pl_class_t *c, const baton_spec_t *parsed, const char *
      * init reads as text) points into it for the life of the class. */
     size_t len = baton_lockspec_print(&s, c->spec, sizeof c->spec);
     if (len >= sizeof c->spec) {
-        snprintf(err, errlen, "%s='%s': its canonical form is %zu bytes long; at most %zu fit", c->env, text, len,
-                 sizeof c->spec - 1);
+        snprintf(err, errlen, "%s='%s': its canonical form is %zu bytes long; at most %zu fit", c->env, text,
+                 len, sizeof c->spec - 1);
         return -1;
     }
     /* A wrapper's inner kind is checked when a lock is made (elide(rcl) has
@@ -134,8 +134,8 @@ int pl_config_class_spec(pl_class_t *c, const baton_spec_t *parsed, const char *
     if (!c->stock && (k->caps & need) != need) {
         char names[512];
         interposable_names(names, sizeof names, need);
-        snprintf(err, errlen, "%s='%s': kind '%s' cannot stand in for a pthread %s; use one of: %s", c->env, text,
-                 k->name, c->what, names);
+        snprintf(err, errlen, "%s='%s': kind '%s' cannot stand in for a pthread %s; use one of: %s", c->env,
+                 text, k->name, c->what, names);
         return -1;
     }
     if (baton_lockspec_opts(&s, c->spec, &c->opts) != 0) {
@@ -152,7 +152,8 @@ int pl_config_class_spec(pl_class_t *c, const baton_spec_t *parsed, const char *
     return 0;
 }
 
-int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err, size_t errlen)
+int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err,
+                    size_t errlen)
 {
     baton_spec_t s;
     if (pl_config_parse(c, value, deflt, &s, err, errlen) != 0)
@@ -210,10 +211,7 @@ uint32_t pl_config_hold_every(const char *value)
     return e >= 1 && e <= 65536 ? (uint32_t)e : 8;
 }
 
-bool pl_config_clock_monotonic(const char *value)
-{
-    return value != NULL && strcmp(value, "monotonic") == 0;
-}
+bool pl_config_clock_monotonic(const char *value) { return value != NULL && strcmp(value, "monotonic") == 0; }
 
 bool pl_config_out_pattern(const char *value, char *out, size_t size)
 {

@@ -46,7 +46,8 @@ static void vlog(const char *fmt, va_list ap)
     int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
     if (m < 0)
         return;
-    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+    size_t len =
+        (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
     buf[len++] = '\n';
     /* write(2), not stdio: no FILE lock, no allocation, usable anywhere. */
     ssize_t w = write(2, buf, len);
@@ -83,10 +84,7 @@ typedef struct {
     const char *text; /* as written (or the default), for messages */
 } pl_setting_t;
 
-static bool is_set(const char *value)
-{
-    return value != NULL && value[0] != '\0';
-}
+static bool is_set(const char *value) { return value != NULL && value[0] != '\0'; }
 
 static void parse(const pl_class_t *c, const char *value, const char *deflt, pl_setting_t *out)
 {
@@ -169,10 +167,7 @@ void pl_init_slow(void)
 
 /* Configure while the program is still single-threaded (most programs);
  * entry points that run before this constructor configure on demand. */
-__attribute__((constructor)) static void pl_constructor(void)
-{
-    pl_init();
-}
+__attribute__((constructor)) static void pl_constructor(void) { pl_init(); }
 
 /* --- fork: the child must not inherit a slab lock held by a thread that does
  * not exist there. --------------------------------------------------------------- */
@@ -239,9 +234,9 @@ __attribute__((destructor)) static void pl_report(void)
         baton_preload_info_t in;
         if (baton_preload_info(i, &in) != 0 || in.stock)
             continue;
-        pl_log("%s locks (%s): %llu created, peak %llu live, %zu bytes each, %llu bytes reserved",
-               in.what, in.spec, (unsigned long long)in.created, (unsigned long long)in.peak,
-               in.bytes_per_lock, (unsigned long long)in.reserved_bytes);
+        pl_log("%s locks (%s): %llu created, peak %llu live, %zu bytes each, %llu bytes reserved", in.what,
+               in.spec, (unsigned long long)in.created, (unsigned long long)in.peak, in.bytes_per_lock,
+               (unsigned long long)in.reserved_bytes);
     }
     /* The process's elision totals, once, when any class elides. */
     bool elides = false;

@@ -91,7 +91,8 @@ typedef struct pl_mutex {
 _Static_assert(sizeof(pl_mutex_t) <= sizeof(pthread_mutex_t), "baton's mutex fits in pthread_mutex_t");
 _Static_assert(offsetof(pl_mutex_t, type) == offsetof(pthread_mutex_t, __data.__kind),
                "the type word sits where glibc's initializers put __kind");
-_Static_assert(offsetof(pl_mutex_t, glibc_lock) == offsetof(pthread_mutex_t, __data.__lock), "glibc's __lock");
+_Static_assert(offsetof(pl_mutex_t, glibc_lock) == offsetof(pthread_mutex_t, __data.__lock),
+               "glibc's __lock");
 _Static_assert(offsetof(pl_mutex_t, handle) == offsetof(pthread_mutex_t, __data.__list),
                "the handle sits in glibc's robust list links");
 _Static_assert(_Alignof(pthread_mutex_t) >= _Alignof(pl_mutex_t), "alignment");
@@ -105,7 +106,8 @@ _Static_assert(_Alignof(pthread_mutex_t) >= _Alignof(pl_mutex_t), "alignment");
 /* Does a type word (adopted) need owner checks? */
 static inline bool checked(uint32_t t)
 {
-    return CHECK_ALL || (t & TYPE_MASK) == PTHREAD_MUTEX_ERRORCHECK || (t & TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE;
+    return CHECK_ALL || (t & TYPE_MASK) == PTHREAD_MUTEX_ERRORCHECK ||
+           (t & TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE;
 }
 
 /* PTHREAD_MUTEX_ADAPTIVE_NP is a spinning hint: a NORMAL mutex here. */
@@ -115,10 +117,7 @@ static inline uint32_t adopt_type(uint32_t glibc_kind)
     return PL_MARK | (t == PTHREAD_MUTEX_ADAPTIVE_NP ? (uint32_t)PTHREAD_MUTEX_NORMAL : t);
 }
 
-static inline bool foreign(uint32_t t)
-{
-    return !(t & PL_MARK) && (t & GLIBC_FOREIGN) != 0;
-}
+static inline bool foreign(uint32_t t) { return !(t & PL_MARK) && (t & GLIBC_FOREIGN) != 0; }
 
 /* No state can be made: make the mutex glibc's own for the rest of its life.  The
  * handle word goes from `from` to PENDING while the fields glibc reads are
@@ -277,11 +276,13 @@ PRELOAD_API int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_
     int type = PTHREAD_MUTEX_DEFAULT;
     if (attr != NULL) {
         int pshared = PTHREAD_PROCESS_PRIVATE, robust = PTHREAD_MUTEX_STALLED, proto = PTHREAD_PRIO_NONE;
-        if (pthread_mutexattr_gettype(attr, &type) != 0 || pthread_mutexattr_getpshared(attr, &pshared) != 0 ||
+        if (pthread_mutexattr_gettype(attr, &type) != 0 ||
+            pthread_mutexattr_getpshared(attr, &pshared) != 0 ||
             pthread_mutexattr_getrobust(attr, &robust) != 0 ||
             pthread_mutexattr_getprotocol(attr, &proto) != 0)
             return EINVAL;
-        if (pshared != PTHREAD_PROCESS_PRIVATE || robust != PTHREAD_MUTEX_STALLED || proto != PTHREAD_PRIO_NONE) {
+        if (pshared != PTHREAD_PROCESS_PRIVATE || robust != PTHREAD_MUTEX_STALLED ||
+            proto != PTHREAD_PRIO_NONE) {
             pl_log("mutex %p: %s%s%s: glibc's own implementation", (void *)pm,
                    pshared != PTHREAD_PROCESS_PRIVATE ? "process-shared " : "",
                    robust != PTHREAD_MUTEX_STALLED ? "robust " : "",
@@ -399,10 +400,7 @@ PRELOAD_API int pthread_mutex_trylock(pthread_mutex_t *pm)
     return trylock_slow(m, __builtin_return_address(0));
 }
 
-static int try_state(void *s)
-{
-    return pl_mutex_class.kind->trylock(s);
-}
+static int try_state(void *s) { return pl_mutex_class.kind->trylock(s); }
 
 /* The kind's timed wait (its own slow path with a deadline: the wait
  * layer's, or glibc's for the pthread kind), or, for a kind without one

@@ -95,8 +95,8 @@ typedef struct pl_omp_lock {
 
 typedef struct pl_omp_nest_lock {
     _Atomic uint32_t handle;
-    uint32_t count;           /* written by the owner only */
-    _Atomic uintptr_t owner;  /* 0 when free */
+    uint32_t count;          /* written by the owner only */
+    _Atomic uintptr_t owner; /* 0 when free */
 } pl_omp_nest_lock_t;
 
 _Static_assert(sizeof(pl_omp_lock_t) == 4 && _Alignof(pl_omp_lock_t) == 4, "GCC's omp_lock_t");
@@ -127,19 +127,46 @@ PRELOAD_API void GOMP_atomic_end(void);
 /* --- stock mode: libgomp's own functions ------------------------------------------ */
 
 enum {
-    S_INIT, S_INIT_HINT, S_DESTROY, S_SET, S_UNSET, S_TEST,
-    S_NINIT, S_NINIT_HINT, S_NDESTROY, S_NSET, S_NUNSET, S_NTEST,
-    S_CSTART, S_CEND, S_CNSTART, S_CNEND, S_ASTART, S_AEND,
+    S_INIT,
+    S_INIT_HINT,
+    S_DESTROY,
+    S_SET,
+    S_UNSET,
+    S_TEST,
+    S_NINIT,
+    S_NINIT_HINT,
+    S_NDESTROY,
+    S_NSET,
+    S_NUNSET,
+    S_NTEST,
+    S_CSTART,
+    S_CEND,
+    S_CNSTART,
+    S_CNEND,
+    S_ASTART,
+    S_AEND,
     S_COUNT
 };
 
 static const char *const stock_names[S_COUNT] = {
-    "omp_init_lock", "omp_init_lock_with_hint", "omp_destroy_lock", "omp_set_lock",
-    "omp_unset_lock", "omp_test_lock",
-    "omp_init_nest_lock", "omp_init_nest_lock_with_hint", "omp_destroy_nest_lock",
-    "omp_set_nest_lock", "omp_unset_nest_lock", "omp_test_nest_lock",
-    "GOMP_critical_start", "GOMP_critical_end", "GOMP_critical_name_start",
-    "GOMP_critical_name_end", "GOMP_atomic_start", "GOMP_atomic_end",
+    "omp_init_lock",
+    "omp_init_lock_with_hint",
+    "omp_destroy_lock",
+    "omp_set_lock",
+    "omp_unset_lock",
+    "omp_test_lock",
+    "omp_init_nest_lock",
+    "omp_init_nest_lock_with_hint",
+    "omp_destroy_nest_lock",
+    "omp_set_nest_lock",
+    "omp_unset_nest_lock",
+    "omp_test_nest_lock",
+    "GOMP_critical_start",
+    "GOMP_critical_end",
+    "GOMP_critical_name_start",
+    "GOMP_critical_name_end",
+    "GOMP_atomic_start",
+    "GOMP_atomic_end",
 };
 
 typedef void (*pl_fn)(void); /* any function; cast to its type to call it */
@@ -175,10 +202,7 @@ static inline pl_fn stock(int i)
 /* `whose` (PL_ENTER) for every omp lock and critical section: PL_FORWARD
  * when BATON_LOCK=pthread (libgomp's own), else 0.  Also configures the
  * interposer on first use. */
-static inline int stock_mode(void)
-{
-    return pl_stock(&pl_omp_class);
-}
+static inline int stock_mode(void) { return pl_stock(&pl_omp_class); }
 
 /* --- lock states ------------------------------------------------------------------- */
 
@@ -188,10 +212,7 @@ __attribute__((noreturn, cold)) static void no_state(const char *what, int err)
            err == ENOMEM ? ": out of memory" : "");
 }
 
-static inline bool in_place(uint32_t v)
-{
-    return v == PL_INPLACE || v == PL_INPLACE_HELD;
-}
+static inline bool in_place(uint32_t v) { return v == PL_INPLACE || v == PL_INPLACE_HELD; }
 
 /* What the handle word `hw` of the lock at `owner` names for a set or a
  * test: the state serving it, adopted where there is none (the word is 0;
@@ -298,7 +319,8 @@ static inline void lock_wait(void *s, _Atomic uint32_t *w)
 
 /* The profiler's record of the lock at `addr`; `cache`, where there is one,
  * keeps it (relaxed: racers store the same pointer, found again by address). */
-static pl_prof_t *prof_of(const void *addr, pl_prof_type type, _Atomic(pl_prof_t *) *cache, const void *caller)
+static pl_prof_t *prof_of(const void *addr, pl_prof_type type, _Atomic(pl_prof_t *) *cache,
+                          const void *caller)
 {
     pl_prof_t *p = cache ? baton_load(cache, memory_order_relaxed) : NULL;
     if (p == NULL) {
@@ -452,7 +474,7 @@ PRELOAD_API void omp_init_lock_with_hint(pl_omp_lock_t *lock, int hint)
             ((void (*)(pl_omp_lock_t *, int))f)(lock, hint);
         return;
     }
-    (void)hint; /* advisory: every lock is of the configured kind */
+    (void)hint;                                           /* advisory: every lock is of the configured kind */
     baton_store(&lock->handle, 0u, memory_order_relaxed); /* as in omp_init_lock() */
 }
 

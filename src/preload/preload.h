@@ -59,20 +59,21 @@
  * would have the alias repeat the nothrow/leaf attributes glibc's header
  * gives the target; they hold for ours too.) */
 #if defined(__GNUC__) && !defined(__clang__)
-#define PL_ALIAS(name, target)                                                                       \
-    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmissing-attributes\"")     \
-    extern __typeof(target) name __attribute__((alias(#target), visibility("default")));          \
+#define PL_ALIAS(name, target)                                                                               \
+    _Pragma("GCC diagnostic push")                                                                           \
+        _Pragma("GCC diagnostic ignored \"-Wmissing-attributes\"") extern __typeof(target) name              \
+        __attribute__((alias(#target), visibility("default")));                                              \
     _Pragma("GCC diagnostic pop")
 #else
-#define PL_ALIAS(name, target) \
+#define PL_ALIAS(name, target)                                                                               \
     extern __typeof(target) name __attribute__((alias(#target), visibility("default")));
 #endif
 
 /* --- classes: one configured kind and its slots ---------------------------- */
 
-#define PL_CHUNK_SHIFT 12u                 /* slots per chunk: 4096 */
+#define PL_CHUNK_SHIFT 12u /* slots per chunk: 4096 */
 #define PL_CHUNK_SLOTS (1u << PL_CHUNK_SHIFT)
-#define PL_MAX_CHUNKS 65536u               /* 2^28 live locks per class */
+#define PL_MAX_CHUNKS 65536u /* 2^28 live locks per class */
 #define PL_MAX_HANDLES (PL_MAX_CHUNKS * PL_CHUNK_SLOTS)
 /* A chunk starts with the back-pointers of its slots, then the slots (the
  * back-pointers' 32 KiB keep the slots' alignment, up to a page). */
@@ -85,10 +86,10 @@
 #define PL_HANDLE_PENDING 0xfffffffeu
 
 typedef struct pl_class {
-    const char *what;            /* "mutex", "rwlock", "spin" (diagnostics) */
-    const char *env;             /* "BATON_LOCK", ... */
-    bool stock;                  /* spec "pthread": forward to the real calls */
-    const baton_kind_t *kind;    /* NULL: slots of plain memory (barriers) */
+    const char *what;         /* "mutex", "rwlock", "spin" (diagnostics) */
+    const char *env;          /* "BATON_LOCK", ... */
+    bool stock;               /* spec "pthread": forward to the real calls */
+    const baton_kind_t *kind; /* NULL: slots of plain memory (barriers) */
     /* How NORMAL locks of this class are unlocked: the kind's release,
      * which any thread may call, where it has one, else its unlock. */
     int (*release)(void *state);
@@ -98,18 +99,18 @@ typedef struct pl_class {
      * the object asks for (an rwlock's preference, rwlock.c), in *buf or
      * `opts` itself. */
     const baton_opts_t *(*opts_for)(const struct pl_class *c, const void *owner, baton_opts_t *buf);
-    char spec[160];              /* canonical spec */
-    size_t slot;                 /* bytes per slot */
-    size_t extra;                /* bytes each lock allocates beyond its slot (the kind's footprint) */
+    char spec[160]; /* canonical spec */
+    size_t slot;    /* bytes per slot */
+    size_t extra;   /* bytes each lock allocates beyond its slot (the kind's footprint) */
     /* Slots: chunk[i] holds PL_CHUNK_SLOTS slots.  Handles are 1-based. */
     _Atomic(char *) chunk[PL_MAX_CHUNKS];
-    baton_syslock_t mu;          /* guards everything below */
+    baton_syslock_t mu; /* guards everything below */
     uint32_t nchunks;
-    uint32_t next;               /* next never-used handle */
-    uint32_t free_head;          /* free list of handles (0: empty) */
+    uint32_t next;      /* next never-used handle */
+    uint32_t free_head; /* free list of handles (0: empty) */
     /* Accounting, for BATON_VERBOSE and `baton profile`. */
     _Atomic uint64_t live, peak, created;
-    _Atomic int no_state;        /* said that a state could not be made (BATON_VERBOSE) */
+    _Atomic int no_state; /* said that a state could not be made (BATON_VERBOSE) */
 } pl_class_t;
 
 extern pl_class_t pl_mutex_class, pl_rwlock_class, pl_spin_class, pl_omp_class, pl_barrier_class;
@@ -180,8 +181,8 @@ uint32_t pl_adopt_or_inplace(pl_class_t *c, _Atomic uint32_t *w, const void *own
  * Returns 0 (*sp set), PL_FORWARD, or PL_NO_STATE. */
 typedef struct pl_prof pl_prof_t; /* one profiled lock (opaque; profile.c) */
 int pl_handle_state(pl_class_t *c, _Atomic uint32_t *hw, const void *owner, _Atomic uint64_t *glibc_word,
-                    _Atomic(pl_prof_t *) *prof, bool create, void (*fall_back)(const void *owner, uint32_t from),
-                    void **sp);
+                    _Atomic(pl_prof_t *) *prof, bool create,
+                    void (*fall_back)(const void *owner, uint32_t from), void **sp);
 
 static inline _Atomic(const void *) *pl_owner_of(char *chunk, uint32_t slot)
 {
@@ -221,18 +222,18 @@ static inline void *pl_state_lookup(pl_class_t *c, uint32_t handle, const void *
  * or the error; PL_ENTER_VOID, for calls that return nothing, runs
  * `forward` and returns.  Macros, since they return from the entry point:
  * the only statement in them that does. */
-#define PL_ENTER(whose, forward)                                                                   \
-    do {                                                                                           \
-        int pl_whose_ = (whose);                                                                   \
-        if (BATON_UNLIKELY(pl_whose_ != 0))                                                        \
-            return pl_whose_ == PL_FORWARD ? (forward) : pl_whose_;                                \
+#define PL_ENTER(whose, forward)                                                                             \
+    do {                                                                                                     \
+        int pl_whose_ = (whose);                                                                             \
+        if (BATON_UNLIKELY(pl_whose_ != 0))                                                                  \
+            return pl_whose_ == PL_FORWARD ? (forward) : pl_whose_;                                          \
     } while (0)
-#define PL_ENTER_VOID(whose, forward)                                                              \
-    do {                                                                                           \
-        if (BATON_UNLIKELY((whose) != 0)) {                                                        \
-            forward;                                                                               \
-            return;                                                                                \
-        }                                                                                          \
+#define PL_ENTER_VOID(whose, forward)                                                                        \
+    do {                                                                                                     \
+        if (BATON_UNLIKELY((whose) != 0)) {                                                                  \
+            forward;                                                                                         \
+            return;                                                                                          \
+        }                                                                                                    \
     } while (0)
 
 /* `whose` for every object of class c: PL_FORWARD when the class is stock
@@ -270,7 +271,8 @@ bool pl_config_flag(const char *value);
  * (its spec, kind, options, slot size) from `value`, `deflt` when unset or
  * empty; the kind must offer the caps `need` (or be "pthread": stock).
  * 0, or -1 with the message in err. */
-int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err, size_t errlen);
+int pl_config_class(pl_class_t *c, const char *value, const char *deflt, unsigned need, char *err,
+                    size_t errlen);
 /* pl_config_class in two steps, so that a variable is parsed once and its
  * value serves several classes (BATON_LOCK: mutexes, OpenMP locks, the
  * rwlocks' default).  pl_config_parse: `value` (`deflt` when unset or
@@ -376,7 +378,13 @@ int pl_timed_acquire(int (*try)(void *), void *arg, clockid_t clock, const struc
 /* --- the profiler (profile.c) ------------------------------------------------- */
 
 /* What a profiled lock is. */
-typedef enum pl_prof_type { PL_PROF_MUTEX, PL_PROF_RWLOCK, PL_PROF_SPIN, PL_PROF_OMP, PL_PROF_CRITICAL } pl_prof_type;
+typedef enum pl_prof_type {
+    PL_PROF_MUTEX,
+    PL_PROF_RWLOCK,
+    PL_PROF_SPIN,
+    PL_PROF_OMP,
+    PL_PROF_CRITICAL
+} pl_prof_type;
 
 
 /* Non-zero when BATON_PROFILE is set (read once by pl_init_slow()). */
@@ -385,7 +393,7 @@ extern int pl_profiling;
 /* The record of the lock at `addr`, created on first sight with `caller`
  * (a return address in the program) as its call site. */
 pl_prof_t *pl_prof_get(const void *addr, pl_prof_type type, const void *caller);
-uint64_t pl_prof_now(void);   /* a cheap monotonic clock, nanoseconds */
+uint64_t pl_prof_now(void); /* a cheap monotonic clock, nanoseconds */
 /* An acquisition: `wait_ns` spent waiting (0 when the first try succeeded,
  * i.e. uncontended), exclusive or shared. */
 void pl_prof_acquired(pl_prof_t *p, uint64_t wait_ns, bool contended, bool shared);

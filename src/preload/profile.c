@@ -104,14 +104,14 @@ struct pl_prof {
     /* Identity: written once, before the record is published. */
     const void *addr;
     const void *caller;
-    uint32_t type;                /* pl_prof_type */
+    uint32_t type; /* pl_prof_type */
     /* Written only by the exclusive holder (relaxed load + store). */
     _Atomic uint32_t hold_weight; /* what the timed hold stands for (1 or the sampling period) */
     _Atomic uint64_t acq, contended, wait_total;
-    _Atomic uint64_t hold_start;  /* 0: this hold is not timed */
+    _Atomic uint64_t hold_start;        /* 0: this hold is not timed */
     _Atomic uint64_t hold_total, holds; /* estimates: sums of weight * hold, of weight */
     /* Written by any thread (relaxed read-modify-write). */
-    _Atomic uint64_t wait_max;    /* exclusive and shared waits */
+    _Atomic uint64_t wait_max; /* exclusive and shared waits */
     _Atomic uint64_t shared_acq, shared_contended, shared_wait_total;
     _Atomic uint64_t trylock_failed, cond_waits;
     _Atomic uint32_t destroyed;
@@ -145,14 +145,14 @@ typedef struct pl_table {
 
 #define PL_TABLE_FIRST 4096u
 
-static _Atomic(pl_table_t *) table;          /* the current table */
-static _Atomic(pl_prof_chunk_t *) chunks;    /* newest chunk first */
+static _Atomic(pl_table_t *) table;              /* the current table */
+static _Atomic(pl_prof_chunk_t *) chunks;        /* newest chunk first */
 baton_syslock_t pl_prof_mu = BATON_SYSLOCK_INIT; /* first sightings, growth; fork: init.c */
-static size_t table_bytes_total;             /* every table ever mapped; under pl_prof_mu */
-static size_t chunk_count;                   /* under pl_prof_mu */
-static pl_prof_t untracked;                  /* shared by locks beyond memory */
-static _Atomic int started;                  /* pl_prof_start() ran */
-static char out_pattern[4096];               /* BATON_PROFILE_OUT, copied at start */
+static size_t table_bytes_total;                 /* every table ever mapped; under pl_prof_mu */
+static size_t chunk_count;                       /* under pl_prof_mu */
+static pl_prof_t untracked;                      /* shared by locks beyond memory */
+static _Atomic int started;                      /* pl_prof_start() ran */
+static char out_pattern[4096];                   /* BATON_PROFILE_OUT, copied at start */
 /* Hold sampling (BATON_PROFILE_HOLD_EVERY, default 8): one uncontended hold
  * in hold_every is timed; hold_threshold = 2^32 / hold_every. */
 static uint32_t hold_every = 1;
@@ -237,7 +237,8 @@ static pl_prof_t *record_room(pl_prof_chunk_t **chunk)
     /* Relaxed: chunks and their `used` are only written under pl_prof_mu. */
     pl_prof_chunk_t *c = baton_load(&chunks, memory_order_relaxed);
     if (c == NULL || baton_load(&c->used, memory_order_relaxed) == PL_PROF_CHUNK) {
-        void *m = mmap(NULL, sizeof(pl_prof_chunk_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *m =
+            mmap(NULL, sizeof(pl_prof_chunk_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
         pl_prof_chunk_t *n = m;
@@ -326,7 +327,8 @@ uint64_t pl_prof_now(void)
 /* Holder-only counters: a relaxed load and store (see the header comment). */
 static inline void holder_add(_Atomic uint64_t *c, uint64_t v)
 {
-    baton_store(c, baton_load(c, memory_order_relaxed) + v, memory_order_relaxed); /* the lock orders holders */
+    baton_store(c, baton_load(c, memory_order_relaxed) + v,
+                memory_order_relaxed); /* the lock orders holders */
 }
 
 static inline void max_update(_Atomic uint64_t *m, uint64_t v)
@@ -363,7 +365,7 @@ void pl_prof_acquired(pl_prof_t *p, uint64_t wait_ns, bool contended, bool share
     bool every = contended || n <= hold_every;
     if (every || ((n * 0x9e3779b97f4a7c15ull) >> 32) < hold_threshold) {
         uint32_t weight = every ? 1u : hold_every;
-        baton_store(&p->hold_weight, weight, memory_order_relaxed); /* holder only */
+        baton_store(&p->hold_weight, weight, memory_order_relaxed);       /* holder only */
         baton_store(&p->hold_start, pl_prof_now(), memory_order_relaxed); /* holder only */
     }
 }
@@ -415,23 +417,18 @@ void pl_prof_destroyed(const void *addr)
 
 static void zero_counters(pl_prof_t *r)
 {
-    _Atomic uint64_t *f[] = {&r->acq, &r->contended, &r->wait_total, &r->wait_max, &r->hold_total,
-                             &r->holds, &r->shared_acq, &r->shared_contended, &r->shared_wait_total,
-                             &r->trylock_failed, &r->cond_waits};
+    _Atomic uint64_t *f[] = {
+        &r->acq,       &r->contended,  &r->wait_total,       &r->wait_max,          &r->hold_total,
+        &r->holds,     &r->shared_acq, &r->shared_contended, &r->shared_wait_total, &r->trylock_failed,
+        &r->cond_waits};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         baton_store(f[i], 0, memory_order_relaxed); /* single-threaded child */
     baton_store(&r->destroyed, 0, memory_order_relaxed);
 }
 
-static void prof_fork_prepare(void)
-{
-    baton_syslock_lock(&pl_prof_mu);
-}
+static void prof_fork_prepare(void) { baton_syslock_lock(&pl_prof_mu); }
 
-static void prof_fork_parent(void)
-{
-    baton_syslock_unlock(&pl_prof_mu);
-}
+static void prof_fork_parent(void) { baton_syslock_unlock(&pl_prof_mu); }
 
 static void prof_fork_child(void)
 {
@@ -524,8 +521,8 @@ static int seg_collect(struct dl_phdr_info *info, size_t size, void *arg)
         if (ph->p_type != PT_LOAD)
             continue;
         uintptr_t lo = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
-        segs[nsegs++] = (seg_t){.lo = lo, .hi = lo + (uintptr_t)ph->p_memsz, .bias = (uintptr_t)info->dlpi_addr,
-                                .name = name};
+        segs[nsegs++] = (seg_t){
+            .lo = lo, .hi = lo + (uintptr_t)ph->p_memsz, .bias = (uintptr_t)info->dlpi_addr, .name = name};
     }
     return 0;
 }
@@ -555,10 +552,7 @@ static const char *type_name(pl_prof_type t)
     return "?";
 }
 
-static uint64_t ld(_Atomic uint64_t *c)
-{
-    return baton_load(c, memory_order_relaxed); /* statistics */
-}
+static uint64_t ld(_Atomic uint64_t *c) { return baton_load(c, memory_order_relaxed); /* statistics */ }
 
 void pl_prof_bind(pl_prof_t *p, const baton_kind_t *kind, void *state)
 {
@@ -586,7 +580,8 @@ static void report_elision(out_t *o, pl_prof_t *r, const char *addr)
                    (unsigned long long)st.tx_commits);
         for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++)
             out_printf(o, "\t%llu", (unsigned long long)st.tx_aborts[c]);
-        out_printf(o, "\t%llu\t%llu\n", (unsigned long long)st.tx_fallbacks, (unsigned long long)st.tx_skipped);
+        out_printf(o, "\t%llu\t%llu\n", (unsigned long long)st.tx_fallbacks,
+                   (unsigned long long)st.tx_skipped);
     }
     /* Lock servers: messages sent and received by role. */
     uint64_t msgs = 0;
@@ -603,7 +598,8 @@ static void report_elision(out_t *o, pl_prof_t *r, const char *addr)
 
 static void report_record(out_t *o, pl_prof_t *r, const char *addr_text)
 {
-    uint64_t acq = ld(&r->acq), sacq = ld(&r->shared_acq), tf = ld(&r->trylock_failed), cw = ld(&r->cond_waits);
+    uint64_t acq = ld(&r->acq), sacq = ld(&r->shared_acq), tf = ld(&r->trylock_failed),
+             cw = ld(&r->cond_waits);
     if (acq + sacq + tf + cw == 0)
         return;
     uintptr_t caller = (uintptr_t)r->caller;
@@ -637,8 +633,7 @@ static void report_record(out_t *o, pl_prof_t *r, const char *addr_text)
                (unsigned long long)ld(&r->shared_contended), (unsigned long long)ld(&r->shared_wait_total),
                (unsigned long long)tf, (unsigned long long)cw,
                (unsigned long long)baton_load(&r->destroyed, memory_order_relaxed), /* statistics */
-               (size_t)caller, (size_t)(s ? caller - s->bias : caller), sym,
-               s ? s->name : "-");
+               (size_t)caller, (size_t)(s ? caller - s->bias : caller), sym, s ? s->name : "-");
     report_elision(o, r, addr_text ? addr_text : addr);
 }
 
@@ -651,8 +646,9 @@ static int open_out(void)
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         char msg[sizeof path + 128];
-        int m = snprintf(msg, sizeof msg, "baton-preload[%d]: cannot write the profile to %s: %s; using stderr\n",
-                         (int)getpid(), path, strerror(errno));
+        int m =
+            snprintf(msg, sizeof msg, "baton-preload[%d]: cannot write the profile to %s: %s; using stderr\n",
+                     (int)getpid(), path, strerror(errno));
         if (m > 0) {
             ssize_t w = write(2, msg, (size_t)m < sizeof msg ? (size_t)m : sizeof msg - 1);
             (void)w;

@@ -9,10 +9,7 @@ baton_syslock_t pl_real_mu = BATON_SYSLOCK_INIT;
 
 /* --- the real functions ---------------------------------------------------------- */
 
-void *pl_next_symbol(const char *name)
-{
-    return dlsym(RTLD_NEXT, name);
-}
+void *pl_next_symbol(const char *name) { return dlsym(RTLD_NEXT, name); }
 
 static void *need(const char *name)
 {

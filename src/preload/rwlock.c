@@ -88,13 +88,13 @@
 #include <sys/mman.h>
 
 typedef struct pl_rwlock {
-    _Atomic uint64_t owner;      /* 0: a thread token (uintptr_t) */
-    uint64_t spare0;             /* 8 */
-    _Atomic(pl_prof_t *) prof;   /* 16 */
-    uint32_t spare1;             /* 24 */
-    int shared;                  /* 28: glibc's __shared */
-    uint64_t spare2;             /* 32 */
-    _Atomic uint32_t handle;     /* 40: glibc's __pad2 */
+    _Atomic uint64_t owner;    /* 0: a thread token (uintptr_t) */
+    uint64_t spare0;           /* 8 */
+    _Atomic(pl_prof_t *) prof; /* 16 */
+    uint32_t spare1;           /* 24 */
+    int shared;                /* 28: glibc's __shared */
+    uint64_t spare2;           /* 32 */
+    _Atomic uint32_t handle;   /* 40: glibc's __pad2 */
     uint32_t spare3;
 } pl_rwlock_t;
 
@@ -127,10 +127,7 @@ typedef struct rd_set {
 
 static _Thread_local rd_set_t rd __attribute__((tls_model("initial-exec")));
 
-static inline rd_entry_t *rd_at(uint32_t i)
-{
-    return i < RD_INLINE ? &rd.inl[i] : &rd.more[i - RD_INLINE];
-}
+static inline rd_entry_t *rd_at(uint32_t i) { return i < RD_INLINE ? &rd.inl[i] : &rd.more[i - RD_INLINE]; }
 
 static inline rd_entry_t *rd_find(const pl_rwlock_t *r)
 {
@@ -167,8 +164,8 @@ static void rd_key_create(void)
 __attribute__((noinline, cold)) static bool rd_grow(void)
 {
     uint32_t cap = rd.more_cap ? rd.more_cap * 2u : 4096u / (uint32_t)sizeof(rd_entry_t);
-    rd_entry_t *m = mmap(NULL, cap * sizeof(rd_entry_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                         -1, 0);
+    rd_entry_t *m =
+        mmap(NULL, cap * sizeof(rd_entry_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return false;
     if (rd.more != NULL) {
@@ -183,10 +180,7 @@ __attribute__((noinline, cold)) static bool rd_grow(void)
     return true;
 }
 
-static inline bool rd_room(void)
-{
-    return BATON_LIKELY(rd.n < RD_INLINE + rd.more_cap) || rd_grow();
-}
+static inline bool rd_room(void) { return BATON_LIKELY(rd.n < RD_INLINE + rd.more_cap) || rd_grow(); }
 
 /* After rd_room(). */
 static inline void rd_add(const pl_rwlock_t *r)
@@ -196,10 +190,7 @@ static inline void rd_add(const pl_rwlock_t *r)
     e->count = 1;
 }
 
-static inline void rd_remove(rd_entry_t *e)
-{
-    *e = *rd_at(--rd.n);
-}
+static inline void rd_remove(rd_entry_t *e) { *e = *rd_at(--rd.n); }
 
 /* --- preference ------------------------------------------------------------------- */
 
@@ -397,7 +388,8 @@ static inline int wr_lock(pthread_rwlock_t *prw, void *s, enum how how, clockid_
     const baton_kind_t *k = pl_rwlock_class.kind;
     uintptr_t self = baton_thread_token();
     /* Relaxed: see write_held_by_me(). */
-    if (BATON_UNLIKELY(baton_load(&r->owner, memory_order_relaxed) == self || (rd.n != 0 && rd_find(r) != NULL)))
+    if (BATON_UNLIKELY(baton_load(&r->owner, memory_order_relaxed) == self ||
+                       (rd.n != 0 && rd_find(r) != NULL)))
         return how == TRY ? EBUSY : EDEADLK;
     pl_prof_t *p = BATON_UNLIKELY(pl_profiling) ? prof_of(r, caller) : NULL;
     if (BATON_LIKELY(how == BLOCK && p == NULL)) {
@@ -433,7 +425,8 @@ PRELOAD_API int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlocka
     int kind = PTHREAD_RWLOCK_DEFAULT_NP;
     if (attr != NULL) {
         int pshared = PTHREAD_PROCESS_PRIVATE;
-        if (pthread_rwlockattr_getpshared(attr, &pshared) != 0 || pthread_rwlockattr_getkind_np(attr, &kind) != 0)
+        if (pthread_rwlockattr_getpshared(attr, &pshared) != 0 ||
+            pthread_rwlockattr_getkind_np(attr, &kind) != 0)
             return EINVAL;
         if (pshared != PTHREAD_PROCESS_PRIVATE) {
             pl_log("rwlock %p: process-shared: glibc's own implementation", (void *)prw);
@@ -496,7 +489,8 @@ PRELOAD_API int pthread_rwlock_timedrdlock(pthread_rwlock_t *prw, const struct t
     return rd_lock(prw, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
 }
 
-PRELOAD_API int pthread_rwlock_clockrdlock(pthread_rwlock_t *prw, clockid_t clock, const struct timespec *abstime)
+PRELOAD_API int pthread_rwlock_clockrdlock(pthread_rwlock_t *prw, clockid_t clock,
+                                           const struct timespec *abstime)
 {
     void *s;
     PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_clockrdlock(prw, clock, abstime));
@@ -526,7 +520,8 @@ PRELOAD_API int pthread_rwlock_timedwrlock(pthread_rwlock_t *prw, const struct t
     return wr_lock(prw, s, TIMED, CLOCK_REALTIME, abstime, __builtin_return_address(0));
 }
 
-PRELOAD_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t clock, const struct timespec *abstime)
+PRELOAD_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t clock,
+                                           const struct timespec *abstime)
 {
     void *s;
     PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_clockwrlock(prw, clock, abstime));

@@ -18,7 +18,8 @@ uint32_t pl_slot_new(pl_class_t *c, const void *owner, int *err)
         h = c->free_head;
         /* A free slot's first word holds the next free handle. */
         char *chunk = baton_load(&c->chunk[(h - 1u) >> PL_CHUNK_SHIFT], memory_order_relaxed); /* under mu */
-        memcpy(&c->free_head, chunk + PL_CHUNK_OWNERS_BYTES + (size_t)((h - 1u) & (PL_CHUNK_SLOTS - 1u)) * c->slot,
+        memcpy(&c->free_head,
+               chunk + PL_CHUNK_OWNERS_BYTES + (size_t)((h - 1u) & (PL_CHUNK_SLOTS - 1u)) * c->slot,
                sizeof(uint32_t));
     } else {
         uint32_t i = c->next;
@@ -126,8 +127,8 @@ uint32_t pl_adopt_or_inplace(pl_class_t *c, _Atomic uint32_t *w, const void *own
 }
 
 int pl_handle_state(pl_class_t *c, _Atomic uint32_t *hw, const void *owner, _Atomic uint64_t *glibc_word,
-                    _Atomic(pl_prof_t *) *prof, bool create, void (*fall_back)(const void *owner, uint32_t from),
-                    void **sp)
+                    _Atomic(pl_prof_t *) *prof, bool create,
+                    void (*fall_back)(const void *owner, uint32_t from), void **sp)
 {
     for (;;) {
         /* Acquire: pairs with the release CAS in pl_adopt() and the release
@@ -172,7 +173,8 @@ void pl_no_state(pl_class_t *c, int err, const char *fallback)
     /* Relaxed: only decides who says it; `live` is a statistic. */
     if (baton_cas(&c->no_state, &expected, 1, memory_order_relaxed, memory_order_relaxed))
         pl_log("%s: no lock state could be made (%s; %llu live): a %s that cannot get one %s", c->what,
-               strerror(err), (unsigned long long)baton_load(&c->live, memory_order_relaxed), c->what, fallback);
+               strerror(err), (unsigned long long)baton_load(&c->live, memory_order_relaxed), c->what,
+               fallback);
 }
 
 /* --- in-place locks (preload.h) ---------------------------------------------------- */

@@ -55,27 +55,15 @@
 
 _Static_assert(sizeof(pthread_spinlock_t) == sizeof(_Atomic uint32_t), "the spinlock is one 32-bit word");
 
-static inline _Atomic uint32_t *word_of(pthread_spinlock_t *l)
-{
-    return (_Atomic uint32_t *)(uintptr_t)l;
-}
+static inline _Atomic uint32_t *word_of(pthread_spinlock_t *l) { return (_Atomic uint32_t *)(uintptr_t)l; }
 
 /* The spinlock as its slot's back-pointer names it. */
-static inline const void *owner_of(pthread_spinlock_t *l)
-{
-    return (const void *)(uintptr_t)l;
-}
+static inline const void *owner_of(pthread_spinlock_t *l) { return (const void *)(uintptr_t)l; }
 
-static inline bool in_place(uint32_t v)
-{
-    return v == PL_INPLACE || v == PL_INPLACE_HELD;
-}
+static inline bool in_place(uint32_t v) { return v == PL_INPLACE || v == PL_INPLACE_HELD; }
 
 /* A garbage word that glibc would take (after counting it down). */
-static inline bool positive(uint32_t v)
-{
-    return v - 1u < 0x7fffffffu;
-}
+static inline bool positive(uint32_t v) { return v - 1u < 0x7fffffffu; }
 
 /* The word holds `from` (0, or garbage that reads as free): put a fresh
  * state's handle in its place, or, when none can be made, a free in-place

@@ -52,7 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SRT_IDLE_CHECK 64  /* empty scans between two clock reads */
+#define SRT_IDLE_CHECK 64 /* empty scans between two clock reads */
 
 /* The server table, the local servers, chunk appends and thread (re)starts:
  * one mutex, which the fork handlers also take so a child never inherits
@@ -82,10 +82,7 @@ static _Thread_local srt_server_t *self_server __attribute__((tls_model("initial
  * someone sleeps. */
 const baton_wait_t srt_publish_wait = {.kind = BATON_WAIT_PARK};
 
-srt_server_t *srt_self(void)
-{
-    return self_server;
-}
+srt_server_t *srt_self(void) { return self_server; }
 
 void srt_set_lock_hooks(const srt_lock_hooks_t *h)
 {
@@ -294,8 +291,7 @@ static void *server_main(void *arg)
              * writer; readers take a racy snapshot. */
             baton_store(&s->sessions, baton_load(&s->sessions, memory_order_relaxed) + 1,
                         memory_order_relaxed);
-            baton_store(&s->helped, baton_load(&s->helped, memory_order_relaxed) + ran,
-                        memory_order_relaxed);
+            baton_store(&s->helped, baton_load(&s->helped, memory_order_relaxed) + ran, memory_order_relaxed);
         }
         if (ran || msgs) {
             empty_scans = 0;
@@ -536,17 +532,13 @@ static void atfork_child(void)
     baton_syslock_unlock(&table_mutex);
 }
 
-static void atfork_register(void)
-{
-    atfork_rc = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-}
+static void atfork_register(void) { atfork_rc = pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
 
 static int atfork_ready(const char *who)
 {
     pthread_once(&atfork_once, atfork_register);
     if (atfork_rc != 0)
-        return baton_fail(atfork_rc, "%s: cannot register the fork handlers: %s", who,
-                          strerror(atfork_rc));
+        return baton_fail(atfork_rc, "%s: cannot register the fork handlers: %s", who, strerror(atfork_rc));
     return 0;
 }
 
@@ -557,16 +549,16 @@ static int process_mask(const char *who, int index, cpu_set_t *mask, char *cpus,
     if (sched_getaffinity(getpid(), sizeof *mask, mask) != 0 &&
         sched_getaffinity(0, sizeof *mask, mask) != 0) {
         int e = errno;
-        return baton_fail(e, "%s server %d: cannot read the process's CPU affinity mask: %s",
-                          who, index, strerror(e));
+        return baton_fail(e, "%s server %d: cannot read the process's CPU affinity mask: %s", who, index,
+                          strerror(e));
     }
     format_mask(mask, cpus, size);
     return 0;
 }
 
 /* Create a server pinned to `cpu` (table_mutex held). */
-static int server_create(const char *who, int index, int group, int groups_want, int cpu,
-                         const char *cpus, uint64_t idle_us, srt_server_t *up, srt_server_t **out)
+static int server_create(const char *who, int index, int group, int groups_want, int cpu, const char *cpus,
+                         uint64_t idle_us, srt_server_t *up, srt_server_t **out)
 {
     srt_server_t *s = retired;
     /* Relaxed: written in the child's fork handler, or under table_mutex. */
@@ -638,11 +630,13 @@ static int server_create(const char *who, int index, int group, int groups_want,
         if (rc != 0) {
             baton_slot_owner_unregister(&s->slots);
             if (group < 0)
-                baton_fail(rc, "%s server %d: cannot start its thread pinned to CPU %d (CPUs %s): %s",
-                           who, index, cpu, cpus, strerror(rc));
+                baton_fail(rc, "%s server %d: cannot start its thread pinned to CPU %d (CPUs %s): %s", who,
+                           index, cpu, cpus, strerror(rc));
             else
-                baton_fail(rc, "%s server %d, group %d: cannot start its local server pinned to "
-                               "CPU %d (CPUs %s): %s", who, index, group, cpu, cpus, strerror(rc));
+                baton_fail(rc,
+                           "%s server %d, group %d: cannot start its local server pinned to "
+                           "CPU %d (CPUs %s): %s",
+                           who, index, group, cpu, cpus, strerror(rc));
         }
     } else {
         baton_fail(rc, "%s server %d: cannot register its mailboxes: %s", who, index, strerror(rc));
@@ -670,8 +664,9 @@ int srt_get(const char *who, int index, unsigned cpu_opt, uint64_t idle_us, srt_
     if (s) {
         /* A server's idle budget is the one its first lock asked for. */
         if (cpu_opt != SRT_CPU_AUTO && (int)cpu_opt != s->cpu)
-            rc = baton_fail(EINVAL, "%s server %d already runs on CPU %d, but this lock asks for "
-                                    "cpu=%u; leave cpu unset or name another server=",
+            rc = baton_fail(EINVAL,
+                            "%s server %d already runs on CPU %d, but this lock asks for "
+                            "cpu=%u; leave cpu unset or name another server=",
                             who, index, s->cpu, cpu_opt);
         else
             s->refs++;
@@ -690,11 +685,12 @@ int srt_get(const char *who, int index, unsigned cpu_opt, uint64_t idle_us, srt_
                 if (CPU_ISSET(c, &mask) && k-- == 0)
                     cpu = c;
             if (cpu < 0)
-                rc = baton_fail(EINVAL, "%s server %d: the process's CPU affinity mask is empty",
-                                who, index);
+                rc = baton_fail(EINVAL, "%s server %d: the process's CPU affinity mask is empty", who, index);
         } else if (rc == 0 && (cpu_opt >= CPU_SETSIZE || !CPU_ISSET(cpu_opt, &mask))) {
-            rc = baton_fail(EINVAL, "%s server %d: cannot pin its thread to CPU %u: not in this "
-                                    "process's CPU affinity mask (CPUs %s)", who, index, cpu_opt, cpus);
+            rc = baton_fail(EINVAL,
+                            "%s server %d: cannot pin its thread to CPU %u: not in this "
+                            "process's CPU affinity mask (CPUs %s)",
+                            who, index, cpu_opt, cpus);
         } else {
             cpu = (int)cpu_opt;
         }
@@ -709,8 +705,8 @@ int srt_get(const char *who, int index, unsigned cpu_opt, uint64_t idle_us, srt_
     return rc;
 }
 
-int srt_get_local(const char *who, srt_server_t *up, int groups_want, int group,
-                  const uint16_t *cpu_group, int ncpus, uint64_t idle_us, srt_server_t **out)
+int srt_get_local(const char *who, srt_server_t *up, int groups_want, int group, const uint16_t *cpu_group,
+                  int ncpus, uint64_t idle_us, srt_server_t **out)
 {
     int rc = 0;
     baton_syslock_lock(&table_mutex);
@@ -737,8 +733,7 @@ int srt_get_local(const char *who, srt_server_t *up, int groups_want, int group,
         if (cpu < 0)
             cpu = last;
         if (rc == 0 && cpu < 0)
-            rc = baton_fail(EINVAL, "%s server %d: the process's CPU affinity mask is empty", who,
-                            up->index);
+            rc = baton_fail(EINVAL, "%s server %d: the process's CPU affinity mask is empty", who, up->index);
         if (rc == 0)
             rc = server_create(who, up->index, group, groups_want, cpu, cpus, idle_us, up, &s);
         if (rc == 0) {
@@ -791,8 +786,8 @@ static int revive_locked(srt_server_t *s)
     if (rc == 0)
         baton_store(&s->gen, g, memory_order_relaxed); /* read relaxed by clients */
     else
-        baton_fail(rc, "server %d: cannot restart its thread on CPU %d after fork: %s", s->index,
-                   s->cpu, strerror(rc));
+        baton_fail(rc, "server %d: cannot restart its thread on CPU %d after fork: %s", s->index, s->cpu,
+                   strerror(rc));
     return rc;
 }
 

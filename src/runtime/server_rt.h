@@ -30,9 +30,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SRT_SERVERS 64     /* top-level servers: server=0..63 */
-#define SRT_CHUNK 32       /* mailboxes per chunk */
-#define SRT_CPU_AUTO 1023  /* cpu option: count from the end of the affinity mask */
+#define SRT_SERVERS 64           /* top-level servers: server=0..63 */
+#define SRT_CHUNK 32             /* mailboxes per chunk */
+#define SRT_CPU_AUTO 1023        /* cpu option: count from the end of the affinity mask */
 #define SRT_IMMORTAL 0xffffffffu /* link generation of waiters no fork kills */
 
 /* Operation channel states (the waited-on word; bit 31 is the wait layer's). */
@@ -73,15 +73,15 @@ struct srt_waiter {
      * the fields below are written; the server consumes a request when
      * req != the mailbox's `seen`. */
     _Atomic uint32_t req;
-    uint32_t req_op;          /* the lock engine's operation code */
+    uint32_t req_op; /* the lock engine's operation code */
     uint32_t pad_;
-    void *req_inst;           /* the lock (instance at this server) it is about */
-    srt_waiter_t *req_for;    /* who gets the answer: this waiter, or a group's */
+    void *req_inst;        /* the lock (instance at this server) it is about */
+    srt_waiter_t *req_for; /* who gets the answer: this waiter, or a group's */
     /* A server polls this grant word instead of a thread waiting on it: wake
      * that server after answering (NULL: a thread waits through the wait
      * layer).  Set once. */
     srt_server_t *wake;
-    srt_link_t *lnk;          /* set once */
+    srt_link_t *lnk; /* set once */
 };
 
 _Static_assert(sizeof(srt_waiter_t) == BATON_CACHELINE, "a waiter is one cache line");
@@ -93,22 +93,22 @@ typedef struct srt_mailbox {
     _Alignas(BATON_CACHELINE) _Atomic uint32_t state; /* MB_*, bit 31 for the wait layer */
     /* Written by the client while EMPTY, read by the server after it saw
      * POSTED: plain fields, ordered by the state word. */
-    uint32_t flags;                    /* MB_DETACHED, MB_ARGS */
+    uint32_t flags; /* MB_DETACHED, MB_ARGS */
     baton_fn fn;
     /* Atomic only because a lock being freed reads it while the client may
      * already be writing its next operation (see srt_op_drain()). */
     _Atomic(const void *) lock;
     baton_future_t *future;
     union {
-        void *ctx;                                     /* execute */
+        void *ctx;                                       /* execute */
         _Alignas(16) unsigned char args[BATON_ARGS_MAX]; /* delegate: the copy */
     } u;
     _Atomic uint32_t owner; /* 1 while a live thread uses it; 0 reusable */
     /* The lock channel's request the server consumed last (written by the
      * server with release once it has read the request's fields). */
     _Atomic uint32_t seen;
-    srt_link_t link;        /* the waiter's list link (server-private) */
-    srt_waiter_t w;         /* line 1: the lock channel */
+    srt_link_t link; /* the waiter's list link (server-private) */
+    srt_waiter_t w;  /* line 1: the lock channel */
 } srt_mailbox_t;
 
 _Static_assert(sizeof(srt_mailbox_t) == 2 * BATON_CACHELINE, "a mailbox is two cache lines");
@@ -124,12 +124,12 @@ struct srt_server {
     /* Read by clients on every operation and by the server on every scan;
      * written rarely. */
     _Alignas(BATON_CACHELINE) _Atomic uint32_t sleep; /* 1: parked, or about to park */
-    _Atomic uint32_t stop;                          /* 1: the last reference is gone */
-    _Atomic uint32_t gen;     /* fork generation its thread belongs to */
-    _Atomic uint32_t nchunks; /* published chunks */
-    srt_chunk_t *head;        /* first chunk; set before nchunks becomes 1 */
+    _Atomic uint32_t stop;                            /* 1: the last reference is gone */
+    _Atomic uint32_t gen;                             /* fork generation its thread belongs to */
+    _Atomic uint32_t nchunks;                         /* published chunks */
+    srt_chunk_t *head;                                /* first chunk; set before nchunks becomes 1 */
     uint64_t idle_ns;
-    srt_server_t *upstream;   /* local servers: the server they ask for locks */
+    srt_server_t *upstream; /* local servers: the server they ask for locks */
     /* Written by the server thread only (relaxed; racy readers). */
     _Alignas(BATON_CACHELINE) _Atomic uint64_t sessions;
     _Atomic uint64_t helped;
@@ -139,9 +139,9 @@ struct srt_server {
      * lock messages are handled (never while a shipped operation runs), so
      * that fork() never snapshots this state half-updated. */
     _Alignas(BATON_CACHELINE) baton_syslock_t msg_mutex;
-    void *active;             /* lock instances to poll */
-    void *out_head, *out_tail;/* requests waiting to be posted upstream */
-    srt_mailbox_t *out_mb;    /* this thread's mailbox at upstream */
+    void *active;              /* lock instances to poll */
+    void *out_head, *out_tail; /* requests waiting to be posted upstream */
+    srt_mailbox_t *out_mb;     /* this thread's mailbox at upstream */
     /* Under the table mutex. */
     _Alignas(BATON_CACHELINE) srt_chunk_t *tail;
     unsigned refs;
@@ -179,8 +179,8 @@ int srt_get(const char *who, int index, unsigned cpu_opt, uint64_t idle_us, srt_
 /* The same for the local server of group `group` (of groups_want, with the
  * CPU -> group map cpu_group[0..ncpus)) under top-level server `up`; it
  * holds a reference to up while it exists. */
-int srt_get_local(const char *who, srt_server_t *up, int groups_want, int group,
-                  const uint16_t *cpu_group, int ncpus, uint64_t idle_us, srt_server_t **out);
+int srt_get_local(const char *who, srt_server_t *up, int groups_want, int group, const uint16_t *cpu_group,
+                  int ncpus, uint64_t idle_us, srt_server_t **out);
 /* Drop a reference; the last one stops the thread and frees the server.
  * Not from the server's own thread. */
 void srt_put(srt_server_t *s);
@@ -207,10 +207,7 @@ static inline int srt_ready(srt_server_t *s)
 }
 
 /* The calling thread's mailbox at s (made on first use). */
-static inline srt_mailbox_t *srt_mailbox(srt_server_t *s)
-{
-    return baton_slot_get(&s->slots);
-}
+static inline srt_mailbox_t *srt_mailbox(srt_server_t *s) { return baton_slot_get(&s->slots); }
 
 /* The server the calling thread runs (NULL for other threads). */
 srt_server_t *srt_self(void);

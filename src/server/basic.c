@@ -39,8 +39,8 @@ void lk_count(lk_inst_t *in, int from, int to, uint64_t n)
     bump(&in->recv[to], n);
 }
 
-void lk_inst_init(lk_inst_t *in, srt_server_t *home, const baton_wait_t *w, bool chain,
-                  bool local, int req_role, int own_role)
+void lk_inst_init(lk_inst_t *in, srt_server_t *home, const baton_wait_t *w, bool chain, bool local,
+                  int req_role, int own_role)
 {
     atomic_init(&in->release, 0u);
     in->seen_release = 0;
@@ -244,7 +244,7 @@ static void on_acquire(srt_server_t *s, lk_inst_t *in, srt_waiter_t *w, bool try
 /* Freeing the lock: is it idle here?  (A control message, not counted.) */
 static void on_free(srt_server_t *s, lk_inst_t *in, srt_waiter_t *w)
 {
-    (void)check_release(s, in); /* the freeing thread's own last release, say */
+    (void)check_release(s, in);  /* the freeing thread's own last release, say */
     (void)keep_take_back(s, in); /* a lease kept by a thread that is done with it */
     const bool busy = in->held || in->head != NULL || (in->local && hier_busy((lk_local_t *)in));
     if (!busy)
@@ -361,21 +361,18 @@ static void eng_revive(srt_server_t *s)
 }
 
 static const srt_lock_hooks_t engine = {
-    .request = eng_request, .poll = eng_poll, .pending = eng_pending, .wake_at = eng_wake_at,
+    .request = eng_request,
+    .poll = eng_poll,
+    .pending = eng_pending,
+    .wake_at = eng_wake_at,
     .revive = eng_revive,
 };
 
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
-static void engine_register(void)
-{
-    srt_set_lock_hooks(&engine);
-}
+static void engine_register(void) { srt_set_lock_hooks(&engine); }
 
-void lk_engine_init(void)
-{
-    pthread_once(&engine_once, engine_register);
-}
+void lk_engine_init(void) { pthread_once(&engine_once, engine_register); }
 
 /* --- the client's side ---------------------------------------------------------- */
 
@@ -459,10 +456,7 @@ static void held_exit(void *p)
     free(p);
 }
 
-static void held_key_make(void)
-{
-    held_key_rc = pthread_key_create(&held_key, held_exit);
-}
+static void held_key_make(void) { held_key_rc = pthread_key_create(&held_key, held_exit); }
 
 bool lk_held_push(const lk_held_t *e)
 {
@@ -510,10 +504,7 @@ bool lk_held_take(const srv_lock_t *k, bool cached, lk_held_t *out)
     return true;
 }
 
-uint32_t lk_held_cached(void)
-{
-    return held_tls ? held_tls->ncached : 0;
-}
+uint32_t lk_held_cached(void) { return held_tls ? held_tls->ncached : 0; }
 
 void lk_held_forget_oldest(void)
 {

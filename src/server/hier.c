@@ -91,8 +91,7 @@ uint32_t hier_post(srt_server_t *s)
     while (s->out_head && mb) {
         /* Acquire: pairs with the global server's release of seen (it has
          * read our previous request).  Relaxed req: we are its writer. */
-        if (baton_load(&mb->seen, memory_order_acquire) !=
-            baton_load(&mb->w.req, memory_order_relaxed))
+        if (baton_load(&mb->seen, memory_order_acquire) != baton_load(&mb->w.req, memory_order_relaxed))
             break;
         lk_local_t *L = s->out_head;
         s->out_head = L->out_next;
@@ -105,8 +104,7 @@ uint32_t hier_post(srt_server_t *s)
         /* seq_cst: a release for the fields (pairs with the global server's
          * acquire in eng_request()) and ordered before the load of its
          * sleep word (Dekker's pattern, srt_wake()). */
-        baton_store(&mb->w.req, baton_load(&mb->w.req, memory_order_relaxed) + 1u,
-                    memory_order_seq_cst);
+        baton_store(&mb->w.req, baton_load(&mb->w.req, memory_order_relaxed) + 1u, memory_order_seq_cst);
         srt_wake(s->upstream);
         n++;
     }
@@ -224,10 +222,7 @@ bool hier_pending(const lk_local_t *L)
                SRT_WAITING;
 }
 
-bool hier_busy(const lk_local_t *L)
-{
-    return L->have || L->asked || L->tryer != NULL;
-}
+bool hier_busy(const lk_local_t *L) { return L->have || L->asked || L->tryer != NULL; }
 
 void hier_revive(lk_local_t *L)
 {
@@ -267,8 +262,7 @@ int hier_init(srv_lock_t *k, const baton_opts_t *o, bool chain, uint32_t bound, 
     for (int g = 0; g < n; g++) {
         lk_local_t *L = &k->groups[g];
         srt_server_t *local;
-        int rc = srt_get_local("server", k->server, groups_want, g, k->cpu_group, ncpus, idle_us,
-                               &local);
+        int rc = srt_get_local("server", k->server, groups_want, g, k->cpu_group, ncpus, idle_us, &local);
         if (rc != 0) {
             while (g-- > 0)
                 srt_put(k->groups[g].in.home);

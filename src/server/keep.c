@@ -123,8 +123,7 @@ static bool take_back(lk_inst_t *in)
                 break;
             }
         } else if ((cur & LS_REVOKE) ||
-                   baton_cas(&in->lease, &cur, cur | LS_REVOKE, memory_order_acquire,
-                             memory_order_acquire)) {
+                   baton_cas(&in->lease, &cur, cur | LS_REVOKE, memory_order_acquire, memory_order_acquire)) {
             /* HELD: the holder's unlock fails its CAS and releases.  The
              * flag publishes nothing (the holder's release, a seq_cst bump
              * of the release word, carries its section); acquire only

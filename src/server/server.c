@@ -38,14 +38,11 @@
 #include <string.h>
 
 #define DEFAULT_BOUND 64
-#define KEEP_MAX 4      /* leases one thread keeps at most */
+#define KEEP_MAX 4 /* leases one thread keeps at most */
 
 enum { OPT_SERVER, OPT_CHAIN, OPT_HIER, OPT_GROUPS, OPT_BOUND, OPT_CPU, OPT_IDLE, OPT_KEEP };
 
-static lk_inst_t *my_inst(srv_lock_t *k)
-{
-    return k->hier ? &hier_mine(k)->in : &k->inst;
-}
+static lk_inst_t *my_inst(srv_lock_t *k) { return k->hier ? &hier_mine(k)->in : &k->inst; }
 
 /* A server lost in a fork cannot be started again (no thread can be
  * created): nothing can grant the lock, and lock() cannot fail. */
@@ -137,7 +134,8 @@ static uint32_t acquire(srv_lock_t *k, uint32_t op)
         return v;
     /* A chained grant handed us the waiters behind us: read them now,
      * before any request of ours can queue our link elsewhere. */
-    e = (lk_held_t){.lock = k, .inst = in,
+    e = (lk_held_t){.lock = k,
+                    .inst = in,
                     .rest = v == SRT_CHAINED ? chain_rest(&mb->w) : NULL,
                     .lease = v == SRT_LEASED ? keep_word(in) : 0};
     begin_hold(k, &e);
@@ -148,15 +146,9 @@ static uint32_t acquire(srv_lock_t *k, uint32_t op)
     return v;
 }
 
-static void k_lock(void *st)
-{
-    (void)acquire(st, LK_LOCK);
-}
+static void k_lock(void *st) { (void)acquire(st, LK_LOCK); }
 
-static int k_trylock(void *st)
-{
-    return acquire(st, LK_TRY) == SRT_REFUSED ? EBUSY : 0;
-}
+static int k_trylock(void *st) { return acquire(st, LK_TRY) == SRT_REFUSED ? EBUSY : 0; }
 
 /* The holder's unlock of the hold e. */
 static int unlock_mine(srv_lock_t *k, lk_held_t *e)
@@ -215,9 +207,8 @@ static int k_is_locked(void *st)
     srv_lock_t *k = st;
     /* Relaxed: a racy look (the holder always sees its own lock held).  A
      * lease kept but not in use is not held. */
-    return held_by_me(k) ||
-           ((baton_load(&k->inst.hint, memory_order_relaxed) & LK_HINT_HELD) != 0 &&
-            (baton_load(&k->inst.lease, memory_order_relaxed) & LS_STATE) != LS_CACHED);
+    return held_by_me(k) || ((baton_load(&k->inst.hint, memory_order_relaxed) & LK_HINT_HELD) != 0 &&
+                             (baton_load(&k->inst.lease, memory_order_relaxed) & LS_STATE) != LS_CACHED);
 }
 
 /* Is the lock idle at this instance's home?  (0, or EBUSY.) */
@@ -281,12 +272,12 @@ static int k_init(void *st, const baton_opts_t *o)
     lk_engine_init();
     k->wait = o->wait;
     k->hier = hier;
-    int rc = srt_get("server", (int)o->value[OPT_SERVER], (unsigned)o->value[OPT_CPU],
-                     o->value[OPT_IDLE], &k->server);
+    int rc = srt_get("server", (int)o->value[OPT_SERVER], (unsigned)o->value[OPT_CPU], o->value[OPT_IDLE],
+                     &k->server);
     if (rc != 0)
         return rc;
-    lk_inst_init(&k->inst, k->server, &k->wait, chain, false,
-                 hier ? BATON_ROLE_LOCAL : BATON_ROLE_CLIENT, BATON_ROLE_GLOBAL);
+    lk_inst_init(&k->inst, k->server, &k->wait, chain, false, hier ? BATON_ROLE_LOCAL : BATON_ROLE_CLIENT,
+                 BATON_ROLE_GLOBAL);
     k->keep = o->value[OPT_KEEP] != 0;
     k->inst.keep_ns = o->value[OPT_KEEP] * 1000u;
     if (hier) {
@@ -345,13 +336,21 @@ const baton_kind_t baton_kind_server = {
                "for more threads than CPUs)",
     /* Not BATON_CAP_NOCOLLAPSE: the default (no leases) hands the lock over
      * in FIFO order and collapses when threads outnumber CPUs. */
-    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE |
-            BATON_CAP_WAIT | BATON_CAP_SERVER | BATON_CAP_OWNER,
+    .caps = BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_EXECUTE | BATON_CAP_DELEGATE | BATON_CAP_WAIT |
+            BATON_CAP_SERVER | BATON_CAP_OWNER,
     .waits = BATON_WAITS_ALL,
     .default_wait = BATON_WAIT_SPINPARK,
-    .size = sizeof(srv_lock_t), .align = _Alignof(srv_lock_t),
-    .options = server_options, .noptions = sizeof server_options / sizeof server_options[0],
-    .init = k_init, .destroy = k_destroy, .lock = k_lock, .trylock = k_trylock,
-    .unlock = k_unlock, .release = k_release, .is_locked = k_is_locked, .stats = k_stats,
+    .size = sizeof(srv_lock_t),
+    .align = _Alignof(srv_lock_t),
+    .options = server_options,
+    .noptions = sizeof server_options / sizeof server_options[0],
+    .init = k_init,
+    .destroy = k_destroy,
+    .lock = k_lock,
+    .trylock = k_trylock,
+    .unlock = k_unlock,
+    .release = k_release,
+    .is_locked = k_is_locked,
+    .stats = k_stats,
     .footprint = k_footprint,
 };

@@ -74,27 +74,27 @@ enum { LK_HINT_HELD = 1u, LK_HINT_WAITERS = 2u };
 typedef struct lk_inst {
     /* Bumped (seq_cst) by each release to the home. */
     _Alignas(BATON_CACHELINE) _Atomic uint32_t release;
-    uint32_t seen_release;     /* the last release handled */
-    uint8_t held;              /* granted, not released back */
-    uint8_t chain;             /* grants hand out the waiting list */
-    uint8_t local;             /* a group's instance: this is an lk_local_t */
-    uint8_t on_active;         /* on the home's list of instances to poll */
-    uint8_t req_role, own_role;/* BATON_ROLE_* of its requesters and of the home */
-    uint32_t nwait;            /* waiting list length */
-    uint32_t chain_len;        /* passes the chain handed out will make */
-    srt_waiter_t *head, *tail; /* the waiting list, linked through srt_link_t */
+    uint32_t seen_release;      /* the last release handled */
+    uint8_t held;               /* granted, not released back */
+    uint8_t chain;              /* grants hand out the waiting list */
+    uint8_t local;              /* a group's instance: this is an lk_local_t */
+    uint8_t on_active;          /* on the home's list of instances to poll */
+    uint8_t req_role, own_role; /* BATON_ROLE_* of its requesters and of the home */
+    uint32_t nwait;             /* waiting list length */
+    uint32_t chain_len;         /* passes the chain handed out will make */
+    srt_waiter_t *head, *tail;  /* the waiting list, linked through srt_link_t */
     struct lk_inst *act_next, *act_prev;
     /* keep.c: leases (keep_us). */
-    uint8_t leased;            /* granted under a lease the home has not taken back */
-    uint64_t lease_gen;        /* the last lease's generation (never wraps) */
-    uint64_t keep_ns;          /* how long a lease outlives the first waiter; 0: none */
-    uint64_t deadline;         /* when to take the lease back (0: nobody waits) */
+    uint8_t leased;                  /* granted under a lease the home has not taken back */
+    uint64_t lease_gen;              /* the last lease's generation (never wraps) */
+    uint64_t keep_ns;                /* how long a lease outlives the first waiter; 0: none */
+    uint64_t deadline;               /* when to take the lease back (0: nobody waits) */
     uint64_t sample_word, sample_at; /* the lease word last looked at, and when */
     /* Set at init, read by clients (on the line their release writes). */
     srt_server_t *home;
     baton_wait_t wait;
     /* Written by the home (relaxed), read by anyone: a racy look. */
-    _Atomic uint32_t hint;     /* LK_HINT_* */
+    _Atomic uint32_t hint; /* LK_HINT_* */
     _Atomic uint64_t sent[BATON_ROLES], recv[BATON_ROLES];
     /* The lease word (keep.c), on a line of its own: the holder writes it
      * at every unlock and relock under a lease, and the home reads it only
@@ -104,7 +104,7 @@ typedef struct lk_inst {
 
 /* A hierarchical lock's instance for one core group. */
 typedef struct lk_local {
-    lk_inst_t in;             /* homed at the group's local server */
+    lk_inst_t in; /* homed at the group's local server */
     /* The group as a waiter at the global instance: the global server (or
      * a group passing the lock on) answers here, and wakes the local
      * server, which polls it. */
@@ -112,15 +112,15 @@ typedef struct lk_local {
     _Alignas(BATON_CACHELINE) srt_link_t grp_link; /* written by the global server */
     /* The local server's. */
     _Alignas(BATON_CACHELINE) lk_inst_t *parent;
-    srt_waiter_t *tryer;      /* a client whose trylock was forwarded upstream */
-    struct lk_local *out_next;/* the local server's queue of requests to post */
-    uint32_t have;            /* the group holds the global lock */
-    uint32_t asked;           /* a request upstream is queued or unanswered */
-    uint32_t queued;          /* ...and still in the queue, not posted */
-    uint32_t ask_op;          /* LK_LOCK or LK_TRY */
-    uint32_t chained;         /* the global grant carried other groups */
-    uint32_t run;             /* local grants since the group got the lock */
-    uint32_t bound;           /* local_bound */
+    srt_waiter_t *tryer;       /* a client whose trylock was forwarded upstream */
+    struct lk_local *out_next; /* the local server's queue of requests to post */
+    uint32_t have;             /* the group holds the global lock */
+    uint32_t asked;            /* a request upstream is queued or unanswered */
+    uint32_t queued;           /* ...and still in the queue, not posted */
+    uint32_t ask_op;           /* LK_LOCK or LK_TRY */
+    uint32_t chained;          /* the global grant carried other groups */
+    uint32_t run;              /* local grants since the group got the lock */
+    uint32_t bound;            /* local_bound */
 } lk_local_t;
 
 /* The kind's state. */
@@ -129,10 +129,10 @@ typedef struct srv_lock {
     _Alignas(BATON_CACHELINE) srt_server_t *server; /* global (home of inst) */
     baton_wait_t wait;
     uint32_t hier, ngroups, ncpus, groups_want;
-    uint32_t keep;            /* grants may be leases (keep_us > 0) */
-    uint16_t *cpu_group;      /* CPU -> group (hier) */
-    lk_local_t *groups;       /* ngroups of them (hier) */
-    lk_inst_t inst;           /* the lock at the global server */
+    uint32_t keep;       /* grants may be leases (keep_us > 0) */
+    uint16_t *cpu_group; /* CPU -> group (hier) */
+    lk_local_t *groups;  /* ngroups of them (hier) */
+    lk_inst_t inst;      /* the lock at the global server */
     /* The hold the lock is in, for a release by a thread that does not
      * hold it (what a NORMAL pthread mutex allows; server.c): `hold` is
      * odd while a thread holds the lock (each hold numbers itself), even
@@ -147,8 +147,8 @@ typedef struct srv_lock {
 /* --- basic.c: the engine, and the client's side of request/grant/release -- */
 
 void lk_engine_init(void);
-void lk_inst_init(lk_inst_t *in, srt_server_t *home, const baton_wait_t *w, bool chain,
-                  bool local, int req_role, int own_role);
+void lk_inst_init(lk_inst_t *in, srt_server_t *home, const baton_wait_t *w, bool chain, bool local,
+                  int req_role, int own_role);
 /* Count n messages from one role to another. */
 void lk_count(lk_inst_t *in, int from, int to, uint64_t n);
 /* Home side: answer w (counted: the home's role to the requesters'). */
@@ -180,7 +180,7 @@ typedef struct lk_held {
     lk_inst_t *inst;
     srt_waiter_t *rest;
     uint64_t lease;
-    uint64_t hold;    /* the lock's `hold` number of this hold (not cached) */
+    uint64_t hold; /* the lock's `hold` number of this hold (not cached) */
     uint32_t cached;
 } lk_held_t;
 bool lk_held_push(const lk_held_t *e);

@@ -57,17 +57,14 @@ static int cmp_double(const void *a, const void *b)
 /* --- wake-up latency: one sleeper, woken WAKE_SAMPLES times --------------- */
 
 struct wake_probe {
-    _Atomic uint32_t word;     /* 0: keep sleeping; 1: wake */
-    _Atomic uint32_t ready;    /* sleeper is about to park for round r */
-    _Atomic uint64_t woke_ns;  /* when the sleeper ran again */
-    _Atomic uint64_t cpu_ns;   /* the sleeper's CPU time for that park and wake */
+    _Atomic uint32_t word;    /* 0: keep sleeping; 1: wake */
+    _Atomic uint32_t ready;   /* sleeper is about to park for round r */
+    _Atomic uint64_t woke_ns; /* when the sleeper ran again */
+    _Atomic uint64_t cpu_ns;  /* the sleeper's CPU time for that park and wake */
     int rounds;
 };
 
-static uint64_t thread_cpu_ns(void)
-{
-    return baton_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-}
+static uint64_t thread_cpu_ns(void) { return baton_clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 static void *sleeper(void *arg)
 {
@@ -232,20 +229,11 @@ static double time_futex_wake(void)
 /* The TSC against the clock over a 2 ms sleep. */
 #define TSC_SPAN_NS 2000000u
 
-static void measure_tsc(void)
-{
-    tsc_per_ns = baton_tsc_calibrate(TSC_SPAN_NS, true, NULL);
-}
+static void measure_tsc(void) { tsc_per_ns = baton_tsc_calibrate(TSC_SPAN_NS, true, NULL); }
 
-static double clamp(double v, double lo, double hi)
-{
-    return v < lo ? lo : v > hi ? hi : v;
-}
+static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-bool baton_spin_fixed_env(const char *value)
-{
-    return value != NULL && strcmp(value, "1") == 0;
-}
+bool baton_spin_fixed_env(const char *value) { return value != NULL && strcmp(value, "1") == 0; }
 
 bool baton_spin_budget_env(const char *value, double *ns)
 {

@@ -14,10 +14,7 @@ uint64_t baton_clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t baton_now_ns(void)
-{
-    return baton_clock_ns(CLOCK_MONOTONIC);
-}
+uint64_t baton_now_ns(void) { return baton_clock_ns(CLOCK_MONOTONIC); }
 
 /* Reads bracketing one clock read; the tightest pair is kept. */
 #define PAIR_TRIES 5

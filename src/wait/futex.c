@@ -59,8 +59,8 @@ uint64_t baton_deadline_left(const baton_deadline_t *d)
            (uint64_t)now.tv_nsec;
 }
 
-int baton_futex_wait_abs(_Atomic uint32_t *word, uint32_t val, clockid_t clock, const struct timespec *abstime,
-                         bool shared)
+int baton_futex_wait_abs(_Atomic uint32_t *word, uint32_t val, clockid_t clock,
+                         const struct timespec *abstime, bool shared)
 {
     if (abstime != NULL && abstime->tv_sec < 0)
         return ETIMEDOUT; /* before the epoch: long past (the kernel would say EINVAL) */
@@ -77,7 +77,8 @@ int baton_futex_wait_abs(_Atomic uint32_t *word, uint32_t val, clockid_t clock, 
 void baton_futex_wake_n(_Atomic uint32_t *word, int n, bool shared)
 {
     int saved = errno;
-    (void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG), n, NULL, NULL, 0);
+    (void)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG), n, NULL, NULL,
+                  0);
     errno = saved;
 }
 

@@ -21,9 +21,8 @@
 #include <immintrin.h>
 #include <x86intrin.h>
 
-__attribute__((target("waitpkg")))
-static void wait_waitpkg(const volatile void *addr, const _Atomic uint32_t *word, uint32_t val,
-                         uint64_t cycles)
+__attribute__((target("waitpkg"))) static void
+wait_waitpkg(const volatile void *addr, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles)
 {
     _umonitor((void *)addr);
     /* Re-check after arming: a store between our last read and the
@@ -35,9 +34,8 @@ static void wait_waitpkg(const volatile void *addr, const _Atomic uint32_t *word
     (void)_umwait(0, __rdtsc() + cycles);
 }
 
-__attribute__((target("mwaitx")))
-static void wait_mwaitx(const volatile void *addr, const _Atomic uint32_t *word, uint32_t val,
-                        uint64_t cycles)
+__attribute__((target("mwaitx"))) static void
+wait_mwaitx(const volatile void *addr, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles)
 {
     _mm_monitorx((void *)addr, 0, 0);
     if (atomic_load_explicit(word, memory_order_acquire) != val)
@@ -47,8 +45,7 @@ static void wait_mwaitx(const volatile void *addr, const _Atomic uint32_t *word,
     _mm_mwaitx(0x2u, 0u, (unsigned)(cycles > 0xffffffffu ? 0xffffffffu : cycles));
 }
 
-__attribute__((target("waitpkg")))
-static void pause_waitpkg(uint64_t cycles)
+__attribute__((target("waitpkg"))) static void pause_waitpkg(uint64_t cycles)
 {
     /* TPAUSE: a timed pause in the C0.2 state, the waitpkg counterpart of
      * a run of PAUSE hints, for waits that watch no single word. */
@@ -73,25 +70,23 @@ void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, 
         baton_cpu_relax();
 }
 
-uint64_t baton_rdtsc(void)
-{
-    return __rdtsc();
-}
+uint64_t baton_rdtsc(void) { return __rdtsc(); }
 #else
 void baton_monitor_pause(uint8_t hw, uint64_t cycles)
 {
-    (void)hw; (void)cycles;
+    (void)hw;
+    (void)cycles;
     baton_cpu_relax();
 }
 
 void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, uint64_t cycles)
 {
-    (void)hw; (void)word; (void)val; (void)cycles;
+    (void)hw;
+    (void)word;
+    (void)val;
+    (void)cycles;
     baton_cpu_relax();
 }
 
-uint64_t baton_rdtsc(void)
-{
-    return 0;
-}
+uint64_t baton_rdtsc(void) { return 0; }
 #endif

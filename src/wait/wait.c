@@ -10,9 +10,8 @@
 #include <string.h>
 
 static const char *const names[BATON_WAIT_KINDS] = {
-    [BATON_WAIT_SPIN] = "spin",         [BATON_WAIT_BACKOFF] = "backoff",
-    [BATON_WAIT_YIELD] = "yield",       [BATON_WAIT_PARK] = "park",
-    [BATON_WAIT_SPINPARK] = "spinpark", [BATON_WAIT_MONITOR] = "monitor",
+    [BATON_WAIT_SPIN] = "spin", [BATON_WAIT_BACKOFF] = "backoff",   [BATON_WAIT_YIELD] = "yield",
+    [BATON_WAIT_PARK] = "park", [BATON_WAIT_SPINPARK] = "spinpark", [BATON_WAIT_MONITOR] = "monitor",
 };
 
 /* How long one monitor wait may sleep before we re-check the budget.  Short
@@ -128,9 +127,7 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
 {
     const baton_wait_t *w = s->w;
     switch (w->kind) {
-    case BATON_WAIT_SPIN:
-        baton_cpu_relax();
-        return true;
+    case BATON_WAIT_SPIN: baton_cpu_relax(); return true;
     case BATON_WAIT_BACKOFF: {
         for (uint32_t i = 0; i < s->delay; i++)
             baton_cpu_relax();
@@ -139,11 +136,8 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
             s->delay = s->delay * 2 > budget ? budget : s->delay * 2;
         return true;
     }
-    case BATON_WAIT_YIELD:
-        sched_yield();
-        return true;
-    case BATON_WAIT_PARK:
-        return false;
+    case BATON_WAIT_YIELD: sched_yield(); return true;
+    case BATON_WAIT_PARK: return false;
     case BATON_WAIT_SPINPARK:
         if (s->spins == 0)
             s->delay = spin_limit(lazy_budget(w)); /* this episode's limit (delay is unused here) */
@@ -172,9 +166,7 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
         s->spins += slept < 1.0 ? 1u : (uint32_t)(slept > 1e9 ? 1e9 : slept);
         return true;
     }
-    default:
-        baton_cpu_relax();
-        return true;
+    default: baton_cpu_relax(); return true;
     }
 }
 
@@ -194,8 +186,7 @@ uint32_t baton_wait_while_eq(const baton_wait_t *w, _Atomic uint32_t *word, uint
             /* Announce that we sleep.  Relaxed: the bit publishes no data;
              * the waker's exchange reads it in modification order, and if it
              * came first this CAS fails and we re-read the new value. */
-            if (!baton_cas(word, &v, v | BATON_WAIT_PARKED, memory_order_relaxed,
-                           memory_order_relaxed))
+            if (!baton_cas(word, &v, v | BATON_WAIT_PARKED, memory_order_relaxed, memory_order_relaxed))
                 continue;
             v |= BATON_WAIT_PARKED;
         }
@@ -305,8 +296,7 @@ bool baton_helper_pause(baton_helper_waiter_t *h, const _Atomic uint32_t *addr, 
     return true;
 }
 
-bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
-                             uint32_t *seen)
+bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old, uint32_t *seen)
 {
     /* Acquire pairs with the waker's release (baton_wait_store(), or the
      * kind's own publishing store). */

@@ -26,8 +26,8 @@ const baton_calibration_t *baton_calibration_start(void);
  * (NULL: none) on `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC) passes;
  * `shared`: a futex other processes may wake (process-shared condition
  * variables).  ETIMEDOUT once passed, else 0; errno is left as it was. */
-int baton_futex_wait_abs(_Atomic uint32_t *word, uint32_t val, clockid_t clock, const struct timespec *abstime,
-                         bool shared);
+int baton_futex_wait_abs(_Atomic uint32_t *word, uint32_t val, clockid_t clock,
+                         const struct timespec *abstime, bool shared);
 /* Wake up to n sleepers of word; errno is left as it was. */
 void baton_futex_wake_n(_Atomic uint32_t *word, int n, bool shared);
 
@@ -43,16 +43,15 @@ void baton_futex_wake_n(_Atomic uint32_t *word, int n, bool shared);
  * its own (ccsynch.c) parks after it; baton_wait_for_helper() parks through
  * the wait layer's protocol (the BATON_WAIT_PARKED bit), so its wakers use
  * baton_wait_store(). */
-bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old,
-                             uint32_t *seen);
+bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old, uint32_t *seen);
 
 /* The same as a pause object, for waits that poll more than one word
  * (fc.c): baton_helper_pause() is baton_waiter_pause() for a helper wait,
  * and returns false when it is time to park. */
 typedef struct baton_helper_waiter {
-    baton_waiter_t s;    /* every policy but spinpark */
-    uint32_t yields;     /* spinpark: yields so far */
-    uint32_t budget;     /* spinpark: yields before parking */
+    baton_waiter_t s; /* every policy but spinpark */
+    uint32_t yields;  /* spinpark: yields so far */
+    uint32_t budget;  /* spinpark: yields before parking */
 } baton_helper_waiter_t;
 static inline void baton_helper_waiter_init(baton_helper_waiter_t *h, const baton_wait_t *w)
 {

@@ -23,14 +23,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                             \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-            std::fprintf(stderr, __VA_ARGS__);                                       \
-            std::fputc('\n', stderr);                                                \
-            ++failures;                                                              \
-        }                                                                            \
+#define CHECK(cond, ...)                                                                                     \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                             \
+            std::fprintf(stderr, __VA_ARGS__);                                                               \
+            std::fputc('\n', stderr);                                                                        \
+            ++failures;                                                                                      \
+        }                                                                                                    \
     } while (0)
 
 /* The types are what std::mutex is: neither copyable nor movable. */
@@ -65,8 +65,7 @@ static std::vector<kind> all_kinds()
     return out;
 }
 
-template <class F>
-static void run_threads(int n, F f)
+template <class F> static void run_threads(int n, F f)
 {
     std::vector<std::thread> t;
     for (int i = 0; i < n; i++)
@@ -117,7 +116,8 @@ static void stress_execute(const kind &k)
     long n = long(kThreads) * ops;
     CHECK(counter == n, "%s execute: counter %ld, expected %ld", k.spec.c_str(), counter, n);
     /* Every value 1..n handed out exactly once. */
-    CHECK(seen_sum.load() == n * (n + 1) / 2, "%s execute: results sum to %ld", k.spec.c_str(), seen_sum.load());
+    CHECK(seen_sum.load() == n * (n + 1) / 2, "%s execute: results sum to %ld", k.spec.c_str(),
+          seen_sum.load());
 
     long *p = &counter;
     run_threads(kThreads, [&](int) {
@@ -141,7 +141,8 @@ static void stress_execute(const kind &k)
     long total = 2 * n + long(kThreads) * (ops / 4);
     after = m.execute([&] { return counter; });
     CHECK(after == total, "%s delegate_future: counter %ld, expected %ld", k.spec.c_str(), after, total);
-    CHECK(got.load() == long(kThreads) * (ops / 4), "%s delegate_future: %ld results", k.spec.c_str(), got.load());
+    CHECK(got.load() == long(kThreads) * (ops / 4), "%s delegate_future: %ld results", k.spec.c_str(),
+          got.load());
 }
 
 /* An exception thrown by an operation reaches the caller, also when the
@@ -215,8 +216,7 @@ struct offset_clock {
     static time_point now() { return time_point(std::chrono::steady_clock::now().time_since_epoch() + 1h); }
 };
 
-template <class F>
-static double elapsed_ms(F f)
+template <class F> static double elapsed_ms(F f)
 {
     auto t0 = std::chrono::steady_clock::now();
     f();
@@ -307,7 +307,8 @@ static void helpers()
     }
     { /* shared_lock: readers share, a writer is excluded */
         baton::shared_mutex s;
-        CHECK(std::string(s.spec()).find("prefer_readers") != std::string::npos, "default rw spec %s", s.spec());
+        CHECK(std::string(s.spec()).find("prefer_readers") != std::string::npos, "default rw spec %s",
+              s.spec());
         std::shared_lock<baton::shared_mutex> r1(s);
         std::thread([&] {
             std::shared_lock<baton::shared_mutex> r2(s, std::try_to_lock);
@@ -376,7 +377,8 @@ static void condvar(const char *spec)
     CHECK(st == std::cv_status::timeout && ms >= 19.0, "%s: wait_for: %.1f ms", spec, ms);
     CHECK(u.owns_lock() && !m.try_lock() == true, "%s: lock not held after a time-out", spec);
     bool r = true;
-    ms = elapsed_ms([&] { r = cv.wait_until(u, std::chrono::system_clock::now() + 20ms, [] { return false; }); });
+    ms = elapsed_ms(
+        [&] { r = cv.wait_until(u, std::chrono::system_clock::now() + 20ms, [] { return false; }); });
     CHECK(!r && ms >= 19.0, "%s: wait_until(system_clock) predicate: %.1f ms", spec, ms);
     ms = elapsed_ms([&] { st = cv.wait_until(u, offset_clock::now() + 20ms); });
     CHECK(st == std::cv_status::timeout || ms < 19.0, "%s: wait_until(other clock) said no_timeout", spec);

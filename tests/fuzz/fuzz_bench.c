@@ -20,8 +20,8 @@ static const struct {
     const char *name;
     int (*cmd)(int, char **);
 } benches[] = {
-    {"micro", cmd_bench_micro},     {"pq", cmd_bench_pq},     {"rw", cmd_bench_rw},
-    {"elide", cmd_bench_elide},     {"barrier", cmd_bench_barrier}, {"wake", cmd_bench_wake},
+    {"micro", cmd_bench_micro},   {"pq", cmd_bench_pq},           {"rw", cmd_bench_rw},
+    {"elide", cmd_bench_elide},   {"barrier", cmd_bench_barrier}, {"wake", cmd_bench_wake},
     {"server", cmd_bench_server},
 };
 

@@ -24,8 +24,22 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { V_LOCK, V_RWLOCK, V_SPIN, V_OMP, V_BARRIER, V_VERBOSE, V_PROFILE, V_HOLD, V_CLOCK, V_OUT, V_RTM,
-       V_BUDGET, V_FIXED, V_COUNT };
+enum {
+    V_LOCK,
+    V_RWLOCK,
+    V_SPIN,
+    V_OMP,
+    V_BARRIER,
+    V_VERBOSE,
+    V_PROFILE,
+    V_HOLD,
+    V_CLOCK,
+    V_OUT,
+    V_RTM,
+    V_BUDGET,
+    V_FIXED,
+    V_COUNT
+};
 
 static pl_class_t classes[4] = {
     {.what = "mutex", .env = "BATON_LOCK"},
@@ -78,13 +92,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const unsigned lock = BATON_CAP_LOCK | BATON_CAP_TRYLOCK;
     check_class(&classes[0], v[V_LOCK], "default", lock);
     char rwbuf[sizeof classes[1].spec];
-    const char *rwdeflt = pl_config_rwlock_default(v[V_LOCK], "rw(default),prefer_readers", rwbuf, sizeof rwbuf);
+    const char *rwdeflt =
+        pl_config_rwlock_default(v[V_LOCK], "rw(default),prefer_readers", rwbuf, sizeof rwbuf);
     if (rwdeflt == NULL)
         __builtin_trap();
     check_class(&classes[1], v[V_RWLOCK], rwdeflt, lock | BATON_CAP_RW);
     check_class(&classes[2], v[V_SPIN], "ttas", lock);
-    check_class(&classes[3], v[V_OMP] != NULL && v[V_OMP][0] != '\0' ? v[V_OMP] : v[V_LOCK],
-                "default", lock);
+    check_class(&classes[3], v[V_OMP] != NULL && v[V_OMP][0] != '\0' ? v[V_OMP] : v[V_LOCK], "default", lock);
 
     bool stock = false;
     char spec[160], desc[360], err[760];

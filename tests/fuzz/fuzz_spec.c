@@ -22,10 +22,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void add_one(void *ctx)
-{
-    ++*(long *)ctx;
-}
+static void add_one(void *ctx) { ++*(long *)ctx; }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -60,8 +60,8 @@ static void test_episodes(unsigned n)
         bad_serial += baton_load(&r->serials[e], memory_order_relaxed) != 1u; /* joined */
     CHECK(bad_serial == 0, "%u threads: %u of %d episodes without exactly one serial thread", n, bad_serial,
           EPISODES);
-    CHECK(baton_load(&r->early, memory_order_relaxed) == 0, "%u threads: %d waits returned before all arrived", n,
-          baton_load(&r->early, memory_order_relaxed));
+    CHECK(baton_load(&r->early, memory_order_relaxed) == 0,
+          "%u threads: %d waits returned before all arrived", n, baton_load(&r->early, memory_order_relaxed));
     CHECK(baton_load(&r->bad_rc, memory_order_relaxed) == 0, "%u threads: %d waits returned an error", n,
           baton_load(&r->bad_rc, memory_order_relaxed));
     EXPECT(pthread_barrier_destroy(&r->b), 0);
@@ -151,8 +151,8 @@ static void test_pshared(void)
     CHECK(WIFEXITED(status) && serials + WEXITSTATUS(status) == 100,
           "parent and child got %d + %d serial returns in 100 episodes", serials,
           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    CHECK(baton_load(&s->early, memory_order_relaxed) == 0, "%d waits returned before the other process arrived",
-          baton_load(&s->early, memory_order_relaxed));
+    CHECK(baton_load(&s->early, memory_order_relaxed) == 0,
+          "%d waits returned before the other process arrived", baton_load(&s->early, memory_order_relaxed));
     EXPECT(pthread_barrier_destroy(&s->b), 0);
     munmap(s, sizeof *s);
 }
@@ -178,7 +178,8 @@ static void test_generations(void)
             bad += baton_load(&r->serials[e], memory_order_relaxed) != 1u; /* joined */
         CHECK(bad == 0, "generation %d: %u episodes without exactly one serial thread", g, bad);
     }
-    CHECK(baton_load(&r->early, memory_order_relaxed) == 0 && baton_load(&r->bad_rc, memory_order_relaxed) == 0,
+    CHECK(baton_load(&r->early, memory_order_relaxed) == 0 &&
+              baton_load(&r->bad_rc, memory_order_relaxed) == 0,
           "%d early returns, %d errors", baton_load(&r->early, memory_order_relaxed),
           baton_load(&r->bad_rc, memory_order_relaxed));
     EXPECT(pthread_barrier_destroy(&r->b), 0);

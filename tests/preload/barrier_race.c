@@ -78,8 +78,9 @@ int main(void)
         int wrc = baton_load(&helper_rc, memory_order_relaxed);
         bad_wait += wrc != PTHREAD_BARRIER_SERIAL_THREAD;
         if (wrc != PTHREAD_BARRIER_SERIAL_THREAD && bad_wait == 1)
-            ptest_fail(__LINE__, "round %d: pthread_barrier_wait returned %d, expected the serial thread's %d",
-                       round, wrc, PTHREAD_BARRIER_SERIAL_THREAD);
+            ptest_fail(__LINE__,
+                       "round %d: pthread_barrier_wait returned %d, expected the serial thread's %d", round,
+                       wrc, PTHREAD_BARRIER_SERIAL_THREAD);
         rounds = round;
     }
     shared_b = NULL;

@@ -26,11 +26,11 @@ static void count_error(int line, const char *what, int rc)
     baton_fetch_add(&errors, 1, memory_order_relaxed); /* a count only */
 }
 
-#define CALL(call)                                                                        \
-    do {                                                                                  \
-        int rc_ = (call);                                                                 \
-        if (rc_ != 0)                                                                     \
-            count_error(__LINE__, #call, rc_);                                            \
+#define CALL(call)                                                                                           \
+    do {                                                                                                     \
+        int rc_ = (call);                                                                                    \
+        if (rc_ != 0)                                                                                        \
+            count_error(__LINE__, #call, rc_);                                                               \
     } while (0)
 
 static void make_mutex(pthread_mutex_t *m, int type)
@@ -54,7 +54,7 @@ typedef struct pc {
     pthread_cond_t not_empty, not_full;
     int broadcast;
     long buf[PC_CAP];
-    int head, count;   /* guarded by m */
+    int head, count; /* guarded by m */
     int producers_left;
     long consumed, sum; /* guarded by m */
 } pc_t;
@@ -119,8 +119,8 @@ static void test_producer_consumer(int type, int broadcast, const char *phase)
         ptest_join(t[i]);
     long items = (long)PC_PRODUCERS * PC_ITEMS;
     long sum = (long)PC_PRODUCERS * PC_ITEMS * (PC_ITEMS + 1) / 2;
-    CHECK(p.consumed == items && p.sum == sum, "consumed %ld items summing to %ld, expected %ld summing to %ld",
-          p.consumed, p.sum, items, sum);
+    CHECK(p.consumed == items && p.sum == sum,
+          "consumed %ld items summing to %ld, expected %ld summing to %ld", p.consumed, p.sum, items, sum);
     EXPECT(pthread_cond_destroy(&p.not_empty), 0);
     EXPECT(pthread_cond_destroy(&p.not_full), 0);
     EXPECT(pthread_mutex_destroy(&p.m), 0);
@@ -134,9 +134,9 @@ static void test_producer_consumer(int type, int broadcast, const char *phase)
 typedef struct bc {
     pthread_mutex_t m;
     pthread_cond_t go, ack;
-    int gen;    /* guarded by m */
-    int acked;  /* guarded by m */
-    int ready;  /* waiters waiting for the current generation, guarded by m */
+    int gen;   /* guarded by m */
+    int acked; /* guarded by m */
+    int ready; /* waiters waiting for the current generation, guarded by m */
 } bc_t;
 
 static void *bc_waiter(void *arg)
@@ -188,8 +188,8 @@ static void test_broadcast_all(void)
 typedef struct waiter {
     pthread_mutex_t *m;
     pthread_cond_t *c;
-    int mode;            /* 0 timedwait, 1 clockwait MONOTONIC, 2 timedwait on a MONOTONIC cond */
-    int *flag;           /* guarded by m */
+    int mode;  /* 0 timedwait, 1 clockwait MONOTONIC, 2 timedwait on a MONOTONIC cond */
+    int *flag; /* guarded by m */
     ptest_flag_t waiting;
 } waiter_t;
 
@@ -222,12 +222,13 @@ static void held_again(pthread_mutex_t *m, const char *after, int line)
 {
     int rc = pthread_mutex_lock(m);
     if (rc != EDEADLK)
-        ptest_fail(line, "after %s, relocking the ERRORCHECK mutex returned %s, not EDEADLK (mutex not held again)",
+        ptest_fail(line,
+                   "after %s, relocking the ERRORCHECK mutex returned %s, not EDEADLK (mutex not held again)",
                    after, ptest_errname(rc));
     rc = ptest_on_other_thread(trylock_rc, m);
     if (rc != EBUSY)
-        ptest_fail(line, "after %s, another thread's trylock returned %s, not EBUSY (mutex not held again)", after,
-                   ptest_errname(rc));
+        ptest_fail(line, "after %s, another thread's trylock returned %s, not EBUSY (mutex not held again)",
+                   after, ptest_errname(rc));
 }
 
 static struct timespec bad_nsec(clockid_t clock, long nsec)
@@ -237,10 +238,10 @@ static struct timespec bad_nsec(clockid_t clock, long nsec)
     return t;
 }
 
-#define TIMED(call, want, what)                                                           \
-    do {                                                                                  \
-        EXPECT(call, want);                                                               \
-        held_again(&m, what, __LINE__);                                                   \
+#define TIMED(call, want, what)                                                                              \
+    do {                                                                                                     \
+        EXPECT(call, want);                                                                                  \
+        held_again(&m, what, __LINE__);                                                                      \
     } while (0)
 
 static void test_timed(void)
@@ -268,15 +269,18 @@ static void test_timed(void)
     ts = bad_nsec(CLOCK_REALTIME, -1);
     TIMED(pthread_cond_timedwait(&c, &m, &ts), EINVAL, "timedwait tv_nsec -1");
     ts = ptest_in(CLOCK_MONOTONIC, -1000000000LL);
-    TIMED(pthread_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &ts), ETIMEDOUT, "clockwait MONOTONIC past deadline");
+    TIMED(pthread_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &ts), ETIMEDOUT,
+          "clockwait MONOTONIC past deadline");
     ts = ptest_in(CLOCK_MONOTONIC, 20000000);
-    TIMED(pthread_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &ts), ETIMEDOUT, "clockwait MONOTONIC near deadline");
+    TIMED(pthread_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &ts), ETIMEDOUT,
+          "clockwait MONOTONIC near deadline");
     ts = ptest_in(CLOCK_REALTIME, 20000000);
     TIMED(pthread_cond_clockwait(&c, &m, CLOCK_REALTIME, &ts), ETIMEDOUT, "clockwait REALTIME near deadline");
     ts = bad_nsec(CLOCK_MONOTONIC, 1000000000L);
     TIMED(pthread_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &ts), EINVAL, "clockwait tv_nsec 1e9");
     ts = ptest_in(CLOCK_MONOTONIC, 1000000000LL);
-    TIMED(pthread_cond_clockwait(&c, &m, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL, "clockwait with a bad clock");
+    TIMED(pthread_cond_clockwait(&c, &m, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL,
+          "clockwait with a bad clock");
     /* The condattr's clock: MONOTONIC deadlines for timedwait. */
     ts = ptest_in(CLOCK_MONOTONIC, -1000000000LL);
     TIMED(pthread_cond_timedwait(&cm, &m, &ts), ETIMEDOUT, "timedwait on a MONOTONIC cond, past deadline");
@@ -296,7 +300,10 @@ static void test_timed(void)
         EXPECT(pthread_mutex_unlock(&m), 0);
         int rc = (int)(intptr_t)ptest_join(t);
         CHECK(rc == 0, "%s with a far deadline, signalled, returned %s",
-              mode == 0 ? "timedwait" : mode == 1 ? "clockwait" : "timedwait on a MONOTONIC cond", ptest_errname(rc));
+              mode == 0   ? "timedwait"
+              : mode == 1 ? "clockwait"
+                          : "timedwait on a MONOTONIC cond",
+              ptest_errname(rc));
     }
     EXPECT(pthread_cond_destroy(&c), 0);
     EXPECT(pthread_cond_destroy(&cm), 0);
@@ -383,8 +390,8 @@ typedef struct cx {
     pthread_mutex_t m; /* ERRORCHECK */
     pthread_cond_t c;
     int timed;
-    int in_wait;       /* guarded by m */
-    int handler_rc;    /* set by the cleanup handler */
+    int in_wait;    /* guarded by m */
+    int handler_rc; /* set by the cleanup handler */
     int handler_ran;
 } cx_t;
 
@@ -440,9 +447,10 @@ static void test_cancel(void)
         const char *how = x.timed ? (hold ? "timedwait, cancelled while the mutex was held" : "timedwait")
                                   : (hold ? "cond_wait, cancelled while the mutex was held" : "cond_wait");
         CHECK(r == PTHREAD_CANCELED, "%s: the thread was not cancelled", how);
-        CHECK(x.handler_ran && x.handler_rc == 0,
-              "%s: in the cleanup handler, unlocking the ERRORCHECK mutex returned %s (expected 0: held again)", how,
-              x.handler_ran ? ptest_errname(x.handler_rc) : "(handler did not run)");
+        CHECK(
+            x.handler_ran && x.handler_rc == 0,
+            "%s: in the cleanup handler, unlocking the ERRORCHECK mutex returned %s (expected 0: held again)",
+            how, x.handler_ran ? ptest_errname(x.handler_rc) : "(handler did not run)");
         /* The mutex is free and the condition variable usable. */
         EXPECT(pthread_mutex_trylock(&x.m), 0);
         EXPECT(pthread_cond_signal(&x.c), 0);

@@ -57,7 +57,8 @@ static void *helper(void *arg)
     for (int n = 1;; n++) {
         ptest_await(&asked, n);
         /* Relaxed: ordered by the acquire in ptest_await(). */
-        int j = baton_load(&job, memory_order_relaxed), a = baton_load(&job_arg, memory_order_relaxed), rc = 0;
+        int j = baton_load(&job, memory_order_relaxed), a = baton_load(&job_arg, memory_order_relaxed),
+            rc = 0;
         switch (j) {
         case HAMMER: hammer(a); break;
         case TRY_MUTEX: rc = pthread_mutex_trylock(&mutexes[a]); break;
@@ -73,7 +74,7 @@ static void *helper(void *arg)
         default: return NULL;
         }
         if (rc == 0 && (j == TRY_MUTEX || j == TRY_RW || j == TRY_SPIN))
-            rc = -1; /* it must not get them: they are held */
+            rc = -1;                                    /* it must not get them: they are held */
         baton_store(&job_rc, rc, memory_order_relaxed); /* published by ptest_raise() */
         ptest_raise(&done, n);
     }
@@ -84,7 +85,7 @@ static int calls;
 /* Ask the helper for a job, and (unless `async`) wait for its result. */
 static void ask(int j, int arg)
 {
-    baton_store(&job, j, memory_order_relaxed);     /* published by ptest_raise() */
+    baton_store(&job, j, memory_order_relaxed);       /* published by ptest_raise() */
     baton_store(&job_arg, arg, memory_order_relaxed); /* as above */
     ptest_raise(&asked, ++calls);
 }
@@ -144,8 +145,10 @@ int main(void)
         hammer(i);
         EXPECT(answer(), 0);
         for (int c = 0; c < 3; c++)
-            CHECK(counters[c][i] == 2 * ROUNDS, "lock %d of class %d: counter %ld, expected %d (an unlock was lost "
-                                                "or two threads were inside)", i, c, counters[c][i], 2 * ROUNDS);
+            CHECK(counters[c][i] == 2 * ROUNDS,
+                  "lock %d of class %d: counter %ld, expected %d (an unlock was lost "
+                  "or two threads were inside)",
+                  i, c, counters[c][i], 2 * ROUNDS);
     }
 
     ptest_phase = "an ERRORCHECK mutex made after the limit";
@@ -180,7 +183,8 @@ int main(void)
         ask(BARRIER_WAIT, 0);
         int rc = pthread_barrier_wait(&barrier);
         int hrc = answer();
-        CHECK((rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD) && (hrc == 0 || hrc == PTHREAD_BARRIER_SERIAL_THREAD),
+        CHECK((rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD) &&
+                  (hrc == 0 || hrc == PTHREAD_BARRIER_SERIAL_THREAD),
               "episode %d: waits returned %d and %d", e, rc, hrc);
         serials += (rc == PTHREAD_BARRIER_SERIAL_THREAD) + (hrc == PTHREAD_BARRIER_SERIAL_THREAD);
     }

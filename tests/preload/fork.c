@@ -20,8 +20,8 @@ static pthread_spinlock_t s_held;
 
 /* Free at every fork. */
 static pthread_mutex_t m_normal, m_errorcheck, m_recursive;
-static pthread_mutex_t m_static = PTHREAD_MUTEX_INITIALIZER;          /* used by the parent */
-static pthread_mutex_t m_static_fresh[FORKS];                         /* first used in a child */
+static pthread_mutex_t m_static = PTHREAD_MUTEX_INITIALIZER; /* used by the parent */
+static pthread_mutex_t m_static_fresh[FORKS];                /* first used in a child */
 static pthread_mutex_t m_rec_static = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_rwlock_t rw_free = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_spinlock_t s_free;
@@ -165,12 +165,13 @@ static void contend(pthread_mutex_t *m, pthread_rwlock_t *rw, pthread_spinlock_t
     pthread_t a = ptest_spawn(contender, &c), b = ptest_spawn(contender, &c);
     int bad = (int)(intptr_t)ptest_join(a) + (int)(intptr_t)ptest_join(b);
     CHECK(bad == 0, "child: %s objects under contention: %d failed call(s)", what, bad);
-    CHECK(c.nm == 2 * 3000, "child: %s mutex under contention: counter %ld of %d (exclusion broken)", what, c.nm,
+    CHECK(c.nm == 2 * 3000, "child: %s mutex under contention: counter %ld of %d (exclusion broken)", what,
+          c.nm, 2 * 3000);
+    CHECK(c.nrw == 2 * 3000,
+          "child: %s rwlock (write) under contention: counter %ld of %d (exclusion broken)", what, c.nrw,
           2 * 3000);
-    CHECK(c.nrw == 2 * 3000, "child: %s rwlock (write) under contention: counter %ld of %d (exclusion broken)", what,
-          c.nrw, 2 * 3000);
-    CHECK(c.ns == 2 * 3000, "child: %s spinlock under contention: counter %ld of %d (exclusion broken)", what, c.ns,
-          2 * 3000);
+    CHECK(c.ns == 2 * 3000, "child: %s spinlock under contention: counter %ld of %d (exclusion broken)", what,
+          c.ns, 2 * 3000);
 }
 
 static void child(int f)

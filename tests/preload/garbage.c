@@ -54,16 +54,10 @@ static uint32_t spin_word(pthread_spinlock_t *s)
     return v;
 }
 
-static void spin_plant(pthread_spinlock_t *s, uint32_t v)
-{
-    memcpy((void *)s, &v, sizeof v);
-}
+static void spin_plant(pthread_spinlock_t *s, uint32_t v) { memcpy((void *)s, &v, sizeof v); }
 
 /* glibc's trylock on a planted word: only 1 reads as free. */
-static int glibc_spin_trylock(uint32_t v)
-{
-    return v == 1 ? 0 : EBUSY;
-}
+static int glibc_spin_trylock(uint32_t v) { return v == 1 ? 0 : EBUSY; }
 
 /* --- spinlocks -------------------------------------------------------------------- */
 
@@ -138,7 +132,8 @@ static void test_spin(void)
 
     /* Positive words beyond any live handle: past the first slab chunk, at
      * and past the largest handle, the largest positive value. */
-    static const uint32_t positive[] = {0x5000u, 0x12345u, 0x0fffffffu, 0x10000000u, 0x40000000u, 0x7fffffffu};
+    static const uint32_t positive[] = {0x5000u,     0x12345u,    0x0fffffffu,
+                                        0x10000000u, 0x40000000u, 0x7fffffffu};
     for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++) {
         ptest_phase = "spin: trylock of a positive garbage word";
         spin_plant(&G, positive[i]);
@@ -175,7 +170,8 @@ static void test_spin(void)
     spinner_t sp = {.s = &G};
     pthread_t t = ptest_spawn(spin_locker, &sp);
     ptest_await(&sp.started, 1);
-    CHECK(!ptest_await_ms(&sp.done, 1, 50), "pthread_spin_lock of a word that reads as held returned %d", sp.rc);
+    CHECK(!ptest_await_ms(&sp.done, 1, 50), "pthread_spin_lock of a word that reads as held returned %d",
+          sp.rc);
     EXPECT(pthread_spin_unlock(&G), 0); /* glibc: writes 1, and the spinner takes it */
     if (!ptest_await_ms(&sp.done, 1, 5000))
         ptest_fatal(__LINE__, "pthread_spin_lock still waits 5 s after the garbage word was unlocked");
@@ -359,10 +355,12 @@ static void test_barrier(void)
     ptest_join(ta);
     ptest_join(tb);
     CHECK((ra == PTHREAD_BARRIER_SERIAL_THREAD) + (wa.rc == PTHREAD_BARRIER_SERIAL_THREAD) == 1 &&
-              (ra == 0 || ra == PTHREAD_BARRIER_SERIAL_THREAD) && (wa.rc == 0 || wa.rc == PTHREAD_BARRIER_SERIAL_THREAD),
+              (ra == 0 || ra == PTHREAD_BARRIER_SERIAL_THREAD) &&
+              (wa.rc == 0 || wa.rc == PTHREAD_BARRIER_SERIAL_THREAD),
           "barrier A: waits returned %d and %d", ra, wa.rc);
     CHECK((rb == PTHREAD_BARRIER_SERIAL_THREAD) + (wb.rc == PTHREAD_BARRIER_SERIAL_THREAD) == 1 &&
-              (rb == 0 || rb == PTHREAD_BARRIER_SERIAL_THREAD) && (wb.rc == 0 || wb.rc == PTHREAD_BARRIER_SERIAL_THREAD),
+              (rb == 0 || rb == PTHREAD_BARRIER_SERIAL_THREAD) &&
+              (wb.rc == 0 || wb.rc == PTHREAD_BARRIER_SERIAL_THREAD),
           "the copy: waits returned %d and %d", rb, wb.rc);
     EXPECT(pthread_barrier_destroy(&B), 0);
     /* A is still a barrier of 2. */

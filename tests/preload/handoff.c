@@ -50,10 +50,7 @@ static void make(pthread_mutex_t *m, enum how how, int type)
     REQUIRE(pthread_mutexattr_destroy(&a), 0);
 }
 
-static void *lock_and_exit(void *arg)
-{
-    return (void *)(intptr_t)pthread_mutex_lock(arg);
-}
+static void *lock_and_exit(void *arg) { return (void *)(intptr_t)pthread_mutex_lock(arg); }
 
 /* --- dead owner ------------------------------------------------------------------- */
 
@@ -66,7 +63,8 @@ static void dead_owner(enum how how)
         REQUIRE(ptest_on_other_thread(lock_and_exit, &m), 0);
         int rc = pthread_mutex_unlock(&m);
         if (rc != 0)
-            ptest_fatal(__LINE__, "[%s] round %d: unlock of a dead thread's hold returned %d (%s), expected 0",
+            ptest_fatal(__LINE__,
+                        "[%s] round %d: unlock of a dead thread's hold returned %d (%s), expected 0",
                         how_name[how], i, rc, ptest_errname(rc));
         rc = pthread_mutex_trylock(&m);
         if (rc != 0)
@@ -243,10 +241,7 @@ typedef struct spin_box {
     pthread_spinlock_t l; /* volatile int: boxed, to travel as a void * */
 } spin_box_t;
 
-static void *spin_and_exit(void *arg)
-{
-    return (void *)(intptr_t)pthread_spin_lock(&((spin_box_t *)arg)->l);
-}
+static void *spin_and_exit(void *arg) { return (void *)(intptr_t)pthread_spin_lock(&((spin_box_t *)arg)->l); }
 
 static void spinlock(void)
 {
@@ -258,8 +253,10 @@ static void spinlock(void)
         EXPECT(pthread_spin_unlock(&sb.l), 0);
         int rc = pthread_spin_trylock(&sb.l);
         if (rc != 0)
-            ptest_fatal(__LINE__, "round %d: spin_trylock after another thread's unlock returned %d (%s), "
-                        "expected 0", i, rc, ptest_errname(rc));
+            ptest_fatal(__LINE__,
+                        "round %d: spin_trylock after another thread's unlock returned %d (%s), "
+                        "expected 0",
+                        i, rc, ptest_errname(rc));
         EXPECT(pthread_spin_unlock(&sb.l), 0);
     }
     EXPECT(pthread_spin_destroy(&sb.l), 0);
@@ -295,5 +292,6 @@ int main(void)
     checked(PTHREAD_MUTEX_ERRORCHECK, "errorcheck");
     checked(PTHREAD_MUTEX_RECURSIVE, "recursive");
     return ptest_end("%d rounds of a NORMAL mutex unlocked by another thread, 3 ways of making it; a "
-                     "spinlock likewise; ERRORCHECK and RECURSIVE refuse", ROUNDS);
+                     "spinlock likewise; ERRORCHECK and RECURSIVE refuse",
+                     ROUNDS);
 }

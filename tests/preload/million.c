@@ -27,12 +27,13 @@ static void early_check(long rss0, double bound, long done, const baton_preload_
 {
     double g = (double)(rss_bytes() - rss0);
     if (g > bound)
-        ptest_fatal(__LINE__,
-                    "in phase %s, RSS grew by %.1f MiB after %ld of %d mutexes (%.0f bytes per mutex beyond the "
-                    "40-byte object so far), over the bound of %.1f MiB for all of them; bytes_per_lock reported: "
-                    "%zu (%s)",
-                    ptest_phase, g / 1048576.0, done, N, (g - 40.0 * N) / (double)done, bound / 1048576.0,
-                    in->bytes_per_lock, interposed ? (in->stock ? "stock" : in->spec) : "no interposer");
+        ptest_fatal(
+            __LINE__,
+            "in phase %s, RSS grew by %.1f MiB after %ld of %d mutexes (%.0f bytes per mutex beyond the "
+            "40-byte object so far), over the bound of %.1f MiB for all of them; bytes_per_lock reported: "
+            "%zu (%s)",
+            ptest_phase, g / 1048576.0, done, N, (g - 40.0 * N) / (double)done, bound / 1048576.0,
+            in->bytes_per_lock, interposed ? (in->stock ? "stock" : in->spec) : "no interposer");
 }
 
 int main(void)
@@ -85,24 +86,26 @@ int main(void)
     double growth = (double)(rss1 - rss0);
     const char *quiet = getenv("PTEST_QUIET");
     if (quiet == NULL || quiet[0] == '\0')
-        printf("million: %d mutexes: RSS %.1f MiB -> %.1f MiB (growth %.1f MiB, %.1f bytes per mutex), "
-           "bound %.1f MiB; after destroy %.1f MiB; interposer: %s, bytes_per_lock %zu, live %llu -> %llu -> %llu, "
-           "reserved %.1f MiB\n",
-           N, rss0 / 1048576.0, rss1 / 1048576.0, growth / 1048576.0, growth / N, bound / 1048576.0,
-           rss2 / 1048576.0, info ? (in1.stock ? "stock" : in1.spec) : "absent", in1.bytes_per_lock,
-           (unsigned long long)in0.live, (unsigned long long)in1.live, (unsigned long long)in2.live,
-           in1.reserved_bytes / 1048576.0);
-    CHECK(growth <= bound, "RSS grew by %.1f MiB for %d mutexes, over the bound of %.1f MiB", growth / 1048576.0, N,
-          bound / 1048576.0);
+        printf(
+            "million: %d mutexes: RSS %.1f MiB -> %.1f MiB (growth %.1f MiB, %.1f bytes per mutex), "
+            "bound %.1f MiB; after destroy %.1f MiB; interposer: %s, bytes_per_lock %zu, live %llu -> %llu -> %llu, "
+            "reserved %.1f MiB\n",
+            N, rss0 / 1048576.0, rss1 / 1048576.0, growth / 1048576.0, growth / N, bound / 1048576.0,
+            rss2 / 1048576.0, info ? (in1.stock ? "stock" : in1.spec) : "absent", in1.bytes_per_lock,
+            (unsigned long long)in0.live, (unsigned long long)in1.live, (unsigned long long)in2.live,
+            in1.reserved_bytes / 1048576.0);
+    CHECK(growth <= bound, "RSS grew by %.1f MiB for %d mutexes, over the bound of %.1f MiB",
+          growth / 1048576.0, N, bound / 1048576.0);
     if (info && !in1.stock) {
-        CHECK(in1.live >= in0.live + N, "live mutex states %llu with %d mutexes initialised (expected >= %llu)",
+        CHECK(in1.live >= in0.live + N,
+              "live mutex states %llu with %d mutexes initialised (expected >= %llu)",
               (unsigned long long)in1.live, N, (unsigned long long)(in0.live + N));
         CHECK(in2.live == in0.live, "live mutex states %llu after destroying all, %llu before",
               (unsigned long long)in2.live, (unsigned long long)in0.live);
         /* A sanity check of the number itself (qd's queue option goes up to
          * 64 KiB); the RSS bound above is what holds the report honest. */
-        CHECK(in1.bytes_per_lock > 0 && in1.bytes_per_lock <= 256 * 1024, "bytes_per_lock %zu is not plausible",
-              in1.bytes_per_lock);
+        CHECK(in1.bytes_per_lock > 0 && in1.bytes_per_lock <= 256 * 1024,
+              "bytes_per_lock %zu is not plausible", in1.bytes_per_lock);
     }
     return ptest_end("RSS growth %.1f MiB within %.1f MiB", growth / 1048576.0, bound / 1048576.0);
 }

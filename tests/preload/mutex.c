@@ -20,7 +20,7 @@ enum behaviour { B_NORMAL, B_ERRORCHECK, B_RECURSIVE };
 
 typedef struct config {
     const char *name;
-    int how;              /* 0: attribute of type `type`; 1: NULL attribute; 2: static image */
+    int how; /* 0: attribute of type `type`; 1: NULL attribute; 2: static image */
     int type;
     pthread_mutex_t image; /* the static initializer, when how == 2 */
     enum behaviour b;
@@ -42,13 +42,13 @@ static const config_t configs[] = {
 static const config_t *cur; /* the configuration under test, for messages */
 
 #define FAILC(...) ptest_fail(__LINE__, __VA_ARGS__)
-#define EXPECTC(call, want)                                                               \
-    do {                                                                                  \
-        int rc_ = (call);                                                                 \
-        int want_ = (want);                                                               \
-        if (rc_ != want_)                                                                 \
-            ptest_fail(__LINE__, "[%s] %s returned %d (%s), expected %s", cur->name, #call, \
-                       rc_, ptest_errname(rc_), ptest_errname(want_));                    \
+#define EXPECTC(call, want)                                                                                  \
+    do {                                                                                                     \
+        int rc_ = (call);                                                                                    \
+        int want_ = (want);                                                                                  \
+        if (rc_ != want_)                                                                                    \
+            ptest_fail(__LINE__, "[%s] %s returned %d (%s), expected %s", cur->name, #call, rc_,             \
+                       ptest_errname(rc_), ptest_errname(want_));                                            \
     } while (0)
 
 /* Make a mutex as configuration c says (a static initializer is the same
@@ -72,8 +72,15 @@ static void make(const config_t *c, pthread_mutex_t *m)
 
 /* --- operations run by another thread ------------------------------------------ */
 
-enum op_kind { OP_TRYLOCK, OP_LOCK_UNLOCK, OP_UNLOCK, OP_TIMEDLOCK, OP_CLOCKLOCK, OP_HANDOVER_TIMED,
-               OP_HANDOVER_CLOCK };
+enum op_kind {
+    OP_TRYLOCK,
+    OP_LOCK_UNLOCK,
+    OP_UNLOCK,
+    OP_TIMEDLOCK,
+    OP_CLOCKLOCK,
+    OP_HANDOVER_TIMED,
+    OP_HANDOVER_CLOCK
+};
 
 typedef struct op {
     pthread_mutex_t *m;
@@ -89,20 +96,11 @@ static void *run_op(void *arg)
     op_t *o = arg;
     int rc = 0;
     switch (o->kind) {
-    case OP_TRYLOCK:
-        rc = pthread_mutex_trylock(o->m);
-        break;
-    case OP_LOCK_UNLOCK:
-        rc = pthread_mutex_lock(o->m);
-        break;
-    case OP_UNLOCK:
-        return (void *)(intptr_t)pthread_mutex_unlock(o->m);
-    case OP_TIMEDLOCK:
-        rc = pthread_mutex_timedlock(o->m, &o->ts);
-        break;
-    case OP_CLOCKLOCK:
-        rc = pthread_mutex_clocklock(o->m, o->clock, &o->ts);
-        break;
+    case OP_TRYLOCK: rc = pthread_mutex_trylock(o->m); break;
+    case OP_LOCK_UNLOCK: rc = pthread_mutex_lock(o->m); break;
+    case OP_UNLOCK: return (void *)(intptr_t)pthread_mutex_unlock(o->m);
+    case OP_TIMEDLOCK: rc = pthread_mutex_timedlock(o->m, &o->ts); break;
+    case OP_CLOCKLOCK: rc = pthread_mutex_clocklock(o->m, o->clock, &o->ts); break;
     case OP_HANDOVER_TIMED:
     case OP_HANDOVER_CLOCK: {
         clockid_t clk = o->kind == OP_HANDOVER_TIMED ? CLOCK_REALTIME : o->clock;
@@ -231,7 +229,8 @@ static void test_timed(const config_t *c)
             ETIMEDOUT);
     EXPECTC(other_timed(&m, OP_CLOCKLOCK, CLOCK_MONOTONIC, ptest_in(CLOCK_MONOTONIC, 20000000)), ETIMEDOUT);
     EXPECTC(other_timed(&m, OP_CLOCKLOCK, CLOCK_MONOTONIC, bad_nsec(CLOCK_MONOTONIC, 1000000000L)), EINVAL);
-    EXPECTC(other_timed(&m, OP_CLOCKLOCK, CLOCK_REALTIME, ptest_in(CLOCK_REALTIME, -1000000000LL)), ETIMEDOUT);
+    EXPECTC(other_timed(&m, OP_CLOCKLOCK, CLOCK_REALTIME, ptest_in(CLOCK_REALTIME, -1000000000LL)),
+            ETIMEDOUT);
     EXPECTC(other_timed(&m, OP_CLOCKLOCK, CLOCK_PROCESS_CPUTIME_ID, ptest_in(CLOCK_REALTIME, 1000000000LL)),
             EINVAL);
     EXPECTC(pthread_mutex_unlock(&m), 0);
@@ -257,7 +256,9 @@ static void test_timed(const config_t *c)
     /* A waiter with a far deadline gets the lock once it is released. */
     for (int k = 0; k < 2; k++) {
         ptest_flag_t started = {0};
-        op_t o = {.m = &m, .kind = k ? OP_HANDOVER_CLOCK : OP_HANDOVER_TIMED, .clock = CLOCK_MONOTONIC,
+        op_t o = {.m = &m,
+                  .kind = k ? OP_HANDOVER_CLOCK : OP_HANDOVER_TIMED,
+                  .clock = CLOCK_MONOTONIC,
                   .started = &started};
         EXPECTC(pthread_mutex_lock(&m), 0);
         pthread_t t = ptest_spawn(run_op, &o);
@@ -376,8 +377,8 @@ static void test_free_at_once(const config_t *c)
 
 typedef struct stress {
     pthread_mutex_t m;
-    long counter;        /* guarded by m */
-    _Atomic int inside;  /* threads inside the critical section */
+    long counter;       /* guarded by m */
+    _Atomic int inside; /* threads inside the critical section */
     _Atomic int overlaps;
     _Atomic int errors;
     enum behaviour b;
@@ -414,8 +415,7 @@ static void *stress_worker(void *arg)
             rc = pthread_mutex_clocklock(&s->m, CLOCK_MONOTONIC, &far);
             break;
         }
-        default:
-            rc = pthread_mutex_lock(&s->m);
+        default: rc = pthread_mutex_lock(&s->m);
         }
         if (rc != 0) {
             baton_fetch_add(&s->errors, 1, memory_order_relaxed); /* a count only */

@@ -19,10 +19,7 @@ static long c_lock, c_nest, c_critical, c_named, c_other_named;
 static long double c_atomic;
 static _Atomic int inside_lock, overlaps, errors;
 
-static void bad(void)
-{
-    baton_fetch_add(&errors, 1, memory_order_relaxed); /* a count only */
-}
+static void bad(void) { baton_fetch_add(&errors, 1, memory_order_relaxed); /* a count only */ }
 
 int main(void)
 {
@@ -76,7 +73,8 @@ int main(void)
         if (omp_get_thread_num() == 1)
             other_test = omp_test_nest_lock(&nest);
     }
-    CHECK(other_test == 0, "omp_test_nest_lock by another thread while held returned %d, expected 0", other_test);
+    CHECK(other_test == 0, "omp_test_nest_lock by another thread while held returned %d, expected 0",
+          other_test);
     for (int i = 0; i < 3; i++)
         omp_unset_nest_lock(&nest);
 #pragma omp parallel num_threads(2)
@@ -146,8 +144,8 @@ int main(void)
     CHECK(c_lock == 2 * per, "omp lock counter %ld, expected %ld", c_lock, 2 * per);
     CHECK(c_nest == per, "nest lock counter %ld, expected %ld", c_nest, per);
     CHECK(c_critical == per, "critical counter %ld, expected %ld", c_critical, per);
-    CHECK(c_named == per && c_other_named == per, "named critical counters %ld and %ld, expected %ld", c_named,
-          c_other_named, per);
+    CHECK(c_named == per && c_other_named == per, "named critical counters %ld and %ld, expected %ld",
+          c_named, c_other_named, per);
     CHECK(c_atomic == (long double)per, "atomic long double %Lf, expected %ld", c_atomic, per);
     CHECK(baton_load(&overlaps, memory_order_relaxed) == 0, "%d overlap(s) under omp_set_lock",
           baton_load(&overlaps, memory_order_relaxed)); /* relaxed: after the region */

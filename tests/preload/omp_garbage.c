@@ -36,10 +36,7 @@ static uint32_t word_of(const void *lock)
     return v;
 }
 
-static void plant(void *lock, uint32_t v)
-{
-    memcpy(lock, &v, sizeof v);
-}
+static void plant(void *lock, uint32_t v) { memcpy(lock, &v, sizeof v); }
 
 typedef struct setter {
     omp_lock_t *l;
@@ -107,7 +104,8 @@ int main(void)
         CHECK(got == 0, "omp_test_lock of 0x%x returned %d, expected 0", garbage[i], got);
         omp_unset_lock(&G);
         got = omp_test_lock(&G);
-        CHECK(got == 1, "omp_test_lock after omp_unset_lock of 0x%x returned %d, expected 1", garbage[i], got);
+        CHECK(got == 1, "omp_test_lock after omp_unset_lock of 0x%x returned %d, expected 1", garbage[i],
+              got);
         omp_unset_lock(&G);
         omp_destroy_lock(&G);
     }

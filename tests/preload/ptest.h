@@ -81,7 +81,8 @@ static inline void ptest_fail(int line, const char *fmt, ...)
 }
 
 /* A failure after which going on is pointless (a lock in an unknown state). */
-static inline void ptest_fatal(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static inline void ptest_fatal(int line, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
 static inline void ptest_fatal(int line, const char *fmt, ...)
 {
     va_list ap;
@@ -92,30 +93,30 @@ static inline void ptest_fatal(int line, const char *fmt, ...)
 }
 
 /* CHECK(cond, printf-style message): count, report, go on. */
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond))                                                                      \
-            ptest_fail(__LINE__, __VA_ARGS__);                                            \
+#define CHECK(cond, ...)                                                                                     \
+    do {                                                                                                     \
+        if (!(cond))                                                                                         \
+            ptest_fail(__LINE__, __VA_ARGS__);                                                               \
     } while (0)
 
 /* EXPECT(call, want): an error-number returning call must return `want`. */
-#define EXPECT(call, want)                                                                \
-    do {                                                                                  \
-        int rc_ = (call);                                                                 \
-        int want_ = (want);                                                               \
-        if (rc_ != want_)                                                                 \
-            ptest_fail(__LINE__, "%s returned %d (%s), expected %s", #call, rc_,          \
-                       ptest_errname(rc_), ptest_errname(want_));                         \
+#define EXPECT(call, want)                                                                                   \
+    do {                                                                                                     \
+        int rc_ = (call);                                                                                    \
+        int want_ = (want);                                                                                  \
+        if (rc_ != want_)                                                                                    \
+            ptest_fail(__LINE__, "%s returned %d (%s), expected %s", #call, rc_, ptest_errname(rc_),         \
+                       ptest_errname(want_));                                                                \
     } while (0)
 
 /* As EXPECT, but stop the program on a mismatch. */
-#define REQUIRE(call, want)                                                               \
-    do {                                                                                  \
-        int rc_ = (call);                                                                 \
-        int want_ = (want);                                                               \
-        if (rc_ != want_)                                                                 \
-            ptest_fatal(__LINE__, "%s returned %d (%s), expected %s", #call, rc_,         \
-                        ptest_errname(rc_), ptest_errname(want_));                        \
+#define REQUIRE(call, want)                                                                                  \
+    do {                                                                                                     \
+        int rc_ = (call);                                                                                    \
+        int want_ = (want);                                                                                  \
+        if (rc_ != want_)                                                                                    \
+            ptest_fatal(__LINE__, "%s returned %d (%s), expected %s", #call, rc_, ptest_errname(rc_),        \
+                        ptest_errname(want_));                                                               \
     } while (0)
 
 static inline void ptest_on_alarm(int sig)
@@ -136,7 +137,10 @@ static inline void ptest_on_crash(int sig)
 {
     char buf[512];
     int n = snprintf(buf, sizeof buf, "FAIL %s: signal %d (%s) in phase '%s'\n", ptest_name, sig,
-                     sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : "SIGABRT", ptest_phase);
+                     sig == SIGSEGV  ? "SIGSEGV"
+                     : sig == SIGBUS ? "SIGBUS"
+                                     : "SIGABRT",
+                     ptest_phase);
     if (n > 0) {
         ssize_t w = write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
         (void)w;

@@ -197,7 +197,7 @@ static void test_pshared(void)
         ptest_fatal(__LINE__, "waitpid failed");
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (status %#x: %s)", st,
           WIFEXITED(st) ? (WEXITSTATUS(st) == 3 ? "failed lock calls or trylock did not see the parent's lock"
-                                               : "its own check failed")
+                                                : "its own check failed")
                         : "killed by a signal");
     CHECK(bad == 0, "%d lock call(s) failed in the parent", bad);
     CHECK(a->mcount == 2L * PS_ITERS, "mutex counter %ld, expected %ld", a->mcount, 2L * PS_ITERS);

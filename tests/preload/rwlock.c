@@ -30,17 +30,13 @@ typedef struct rw {
     long writes;       /* guarded by l (write) */
 } rw_t;
 
-static void count(_Atomic int *c)
-{
-    baton_fetch_add(c, 1, memory_order_relaxed); /* a count only */
-}
+static void count(_Atomic int *c) { baton_fetch_add(c, 1, memory_order_relaxed); /* a count only */ }
 
 static int take(rw_t *s, int write, int how)
 {
     struct timespec far;
     switch (how % 4) {
-    case 0:
-        return write ? pthread_rwlock_wrlock(&s->l) : pthread_rwlock_rdlock(&s->l);
+    case 0: return write ? pthread_rwlock_wrlock(&s->l) : pthread_rwlock_rdlock(&s->l);
     case 1: {
         int rc = write ? pthread_rwlock_trywrlock(&s->l) : pthread_rwlock_tryrdlock(&s->l);
         if (rc != EBUSY)
@@ -115,7 +111,8 @@ static void test_stress(const pthread_rwlockattr_t *attr, const char *phase)
     for (int i = 0; i < RW_READERS + RW_WRITERS; i++)
         ptest_join(t[i]);
     /* Relaxed: after the joins. */
-    int br = baton_load(&s.bad_reader, memory_order_relaxed), bw = baton_load(&s.bad_writer, memory_order_relaxed);
+    int br = baton_load(&s.bad_reader, memory_order_relaxed),
+        bw = baton_load(&s.bad_writer, memory_order_relaxed);
     int e = baton_load(&s.errors, memory_order_relaxed);
     CHECK(br == 0 && bw == 0 && e == 0 && s.writes == (long)RW_WRITERS * RW_ITERS,
           "%d readers x %d writers: %d reader(s) saw a writer or a torn pair, %d writer(s) saw company, "

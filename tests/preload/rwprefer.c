@@ -29,7 +29,7 @@
 typedef struct scene {
     pthread_rwlock_t *l;
     ptest_flag_t a_holds, a_go, w_trying;
-    _Atomic int w_got;  /* W holds the write lock */
+    _Atomic int w_got;   /* W holds the write lock */
     _Atomic int readers; /* read locks held now (A, B) */
     _Atomic int w_saw_readers;
 } scene_t;
@@ -111,8 +111,8 @@ static void finish(scene_t *s, pthread_t a, pthread_t w, const char *what)
     CHECK(rc == 0, "[%s] writer W: %d", what, rc);
     /* Relaxed: after the joins. */
     CHECK(baton_load(&s->w_got, memory_order_relaxed) == 1, "[%s] the writer never got the lock", what);
-    CHECK(baton_load(&s->w_saw_readers, memory_order_relaxed) == 0, "[%s] the writer got in with readers inside",
-          what);
+    CHECK(baton_load(&s->w_saw_readers, memory_order_relaxed) == 0,
+          "[%s] the writer got in with readers inside", what);
 }
 
 /* (a) and (b)/(c): one scene on l, which prefers `pref`. */
@@ -128,8 +128,10 @@ static void scene(pthread_rwlock_t *l, int pref, const char *what)
         ptest_sleep_ms(50);
         CHECK(baton_load(&s.w_got, memory_order_relaxed) == 0, "[%s] the writer got in over reader A", what);
         int rc = reader_b(&s, 2000);
-        CHECK(rc == 0, "[%s] reader B's timed rdlock returned %d (%s) while A reads and W waits; expected 0 "
-              "(readers first)", what, rc, ptest_errname(rc));
+        CHECK(rc == 0,
+              "[%s] reader B's timed rdlock returned %d (%s) while A reads and W waits; expected 0 "
+              "(readers first)",
+              what, rc, ptest_errname(rc));
         if (rc == 0) {
             baton_fetch_sub(&s.readers, 1, memory_order_relaxed);
             EXPECT(pthread_rwlock_unlock(l), 0);
@@ -148,8 +150,10 @@ static void scene(pthread_rwlock_t *l, int pref, const char *what)
                 EXPECT(pthread_rwlock_unlock(l), 0);
             }
         }
-        CHECK(rc == ETIMEDOUT, "[%s] reader B's timed rdlock returned %d (%s) while A reads and W waits; expected "
-              "ETIMEDOUT (writers first)", what, rc, ptest_errname(rc));
+        CHECK(rc == ETIMEDOUT,
+              "[%s] reader B's timed rdlock returned %d (%s) while A reads and W waits; expected "
+              "ETIMEDOUT (writers first)",
+              what, rc, ptest_errname(rc));
     }
     finish(&s, a, w, what);
 }
@@ -193,10 +197,7 @@ static void part_writers(void)
     scene(&st, PREFER_WRITERS, "(c) PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP");
 }
 
-static void *nothing(void *arg)
-{
-    return arg;
-}
+static void *nothing(void *arg) { return arg; }
 
 /* (d): W at FIFO priority 10, B at 20.  Returns whether SCHED_FIFO was
  * used. */
@@ -251,8 +252,9 @@ int main(void)
     }
     if (writers)
         part_writers();
-    return ptest_end("%s; %s", readers ? (fifo ? "readers first (a), and a FIFO reader over a lower FIFO writer (d)"
-                                               : "readers first (a), (d) with equal priorities (no SCHED_FIFO here)")
-                                     : "(a) and (d) skipped",
+    return ptest_end("%s; %s",
+                     readers ? (fifo ? "readers first (a), and a FIFO reader over a lower FIFO writer (d)"
+                                     : "readers first (a), (d) with equal priorities (no SCHED_FIFO here)")
+                             : "(a) and (d) skipped",
                      writers ? "writers first (b, c)" : "(b) and (c) skipped");
 }

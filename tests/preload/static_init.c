@@ -25,7 +25,7 @@ typedef struct objs {
     pthread_cond_t *c;
     /* What they guard. */
     long n_normal, n_recursive, n_errorcheck, n_adaptive, n_rw;
-    int arrived;           /* guarded by cm */
+    int arrived; /* guarded by cm */
 } objs_t;
 
 static objs_t cur;
@@ -38,11 +38,11 @@ static void count_error(int line, const char *what, int rc)
     baton_fetch_add(&errors, 1, memory_order_relaxed); /* a count only */
 }
 
-#define CALL(call)                                                                        \
-    do {                                                                                  \
-        int rc_ = (call);                                                                 \
-        if (rc_ != 0)                                                                     \
-            count_error(__LINE__, #call, rc_);                                            \
+#define CALL(call)                                                                                           \
+    do {                                                                                                     \
+        int rc_ = (call);                                                                                    \
+        if (rc_ != 0)                                                                                        \
+            count_error(__LINE__, #call, rc_);                                                               \
     } while (0)
 
 static void *worker(void *arg)
@@ -148,8 +148,8 @@ int main(void)
             memcpy(&f_cm[r], &i_normal, sizeof i_normal);
             memcpy(&f_rw[r], &i_rw, sizeof i_rw);
             memcpy(&f_c[r], &i_c, sizeof i_c);
-            cur = (objs_t){&f_normal[r], &f_recursive[r], &f_errorcheck[r], &f_adaptive[r], &f_cm[r], &f_rw[r],
-                           &f_c[r]};
+            cur = (objs_t){&f_normal[r], &f_recursive[r], &f_errorcheck[r], &f_adaptive[r],
+                           &f_cm[r],     &f_rw[r],        &f_c[r]};
         }
         pthread_barrier_wait(&start);
         pthread_barrier_wait(&done);

@@ -19,8 +19,8 @@
  */
 #include "ptest.h"
 
-#define SV(ret, alias, args, sym)                                                         \
-    extern ret alias args;                                                               \
+#define SV(ret, alias, args, sym)                                                                            \
+    extern ret alias args;                                                                                   \
     __asm__(".symver " #alias ", " sym)
 
 SV(int, mutex_init_225, (pthread_mutex_t *, const pthread_mutexattr_t *), "pthread_mutex_init@GLIBC_2.2.5");
@@ -29,8 +29,10 @@ SV(int, mutex_lock_225, (pthread_mutex_t *), "pthread_mutex_lock@GLIBC_2.2.5");
 SV(int, mutex_trylock_225, (pthread_mutex_t *), "pthread_mutex_trylock@GLIBC_2.2.5");
 SV(int, mutex_trylock_234, (pthread_mutex_t *), "pthread_mutex_trylock@GLIBC_2.34");
 SV(int, mutex_unlock_225, (pthread_mutex_t *), "pthread_mutex_unlock@GLIBC_2.2.5");
-SV(int, mutex_timedlock_225, (pthread_mutex_t *, const struct timespec *), "pthread_mutex_timedlock@GLIBC_2.2.5");
-SV(int, mutex_timedlock_234, (pthread_mutex_t *, const struct timespec *), "pthread_mutex_timedlock@GLIBC_2.34");
+SV(int, mutex_timedlock_225, (pthread_mutex_t *, const struct timespec *),
+   "pthread_mutex_timedlock@GLIBC_2.2.5");
+SV(int, mutex_timedlock_234, (pthread_mutex_t *, const struct timespec *),
+   "pthread_mutex_timedlock@GLIBC_2.34");
 SV(int, mutex_clocklock_230, (pthread_mutex_t *, clockid_t, const struct timespec *),
    "pthread_mutex_clocklock@GLIBC_2.30");
 SV(int, mutex_consistent_212, (pthread_mutex_t *), "pthread_mutex_consistent@GLIBC_2.12");
@@ -191,7 +193,9 @@ static void *count_worker(void *arg)
     counter_t *c = arg;
     for (int i = 0; i < CNT_ITERS; i++) {
         /* Old lock, new trylock, old trylock: one lock whichever the version. */
-        int rc = i % 3 == 0 ? mutex_lock_225(&c->m) : i % 3 == 1 ? mutex_trylock_234(&c->m) : mutex_trylock_225(&c->m);
+        int rc = i % 3 == 0   ? mutex_lock_225(&c->m)
+                 : i % 3 == 1 ? mutex_trylock_234(&c->m)
+                              : mutex_trylock_225(&c->m);
         if (rc == EBUSY)
             rc = mutex_lock_225(&c->m);
         if (rc != 0)
@@ -254,16 +258,14 @@ static void test_mutex(void)
         ptest_join(t[i]);
     /* Relaxed: after the joins. */
     int ov = baton_load(&c.overlaps, memory_order_relaxed);
-    CHECK(ov == 0 && c.n == (long)CNT_THREADS * CNT_ITERS,
-          "old lock + new trylock: counter %ld (expected %ld), %d overlap(s): mutual exclusion broken across versions",
-          c.n, (long)CNT_THREADS * CNT_ITERS, ov);
+    CHECK(
+        ov == 0 && c.n == (long)CNT_THREADS * CNT_ITERS,
+        "old lock + new trylock: counter %ld (expected %ld), %d overlap(s): mutual exclusion broken across versions",
+        c.n, (long)CNT_THREADS * CNT_ITERS, ov);
     EXPECT(mutex_destroy_225(&c.m), 0);
 }
 
-static void *lock_and_exit(void *m)
-{
-    return (void *)(intptr_t)mutex_lock_225(m);
-}
+static void *lock_and_exit(void *m) { return (void *)(intptr_t)mutex_lock_225(m); }
 
 static void test_robust_versions(void)
 {
@@ -290,8 +292,8 @@ static void test_robust_versions(void)
 typedef struct cv {
     pthread_mutex_t m;
     pthread_cond_t c;
-    int family;    /* 0: all GLIBC_2.2.5; 1: all GLIBC_2.3.2; 2: mixed (interposer only) */
-    int turn;      /* guarded by m */
+    int family; /* 0: all GLIBC_2.2.5; 1: all GLIBC_2.3.2; 2: mixed (interposer only) */
+    int turn;   /* guarded by m */
     int rounds;
 } cv_t;
 
@@ -310,8 +312,9 @@ static int cv_wake(cv_t *v, int who, int i)
     switch (v->family) {
     case 0: return i & 1 ? cond_broadcast_225(&v->c) : cond_signal_225(&v->c);
     case 1: return i & 1 ? cond_broadcast_232(&v->c) : cond_signal_232(&v->c);
-    default: return who ? (i & 1 ? cond_broadcast_232(&v->c) : cond_signal_232(&v->c))
-                        : (i & 1 ? cond_broadcast_225(&v->c) : cond_signal_225(&v->c));
+    default:
+        return who ? (i & 1 ? cond_broadcast_232(&v->c) : cond_signal_232(&v->c))
+                   : (i & 1 ? cond_broadcast_225(&v->c) : cond_signal_225(&v->c));
     }
 }
 
@@ -333,10 +336,7 @@ static int cv_play(cv_t *v, int who)
     return bad;
 }
 
-static void *cv_other(void *arg)
-{
-    return (void *)(intptr_t)cv_play(arg, 1);
-}
+static void *cv_other(void *arg) { return (void *)(intptr_t)cv_play(arg, 1); }
 
 static void test_cond(int family)
 {
@@ -357,7 +357,8 @@ static void test_cond(int family)
     CHECK(bad == 0, "%d failed call(s)", bad);
     EXPECT(mutex_lock_225(&v.m), 0);
     struct timespec past = ptest_in(CLOCK_REALTIME, -1000000000LL);
-    EXPECT(family == 0 ? cond_timedwait_225(&v.c, &v.m, &past) : cond_timedwait_232(&v.c, &v.m, &past), ETIMEDOUT);
+    EXPECT(family == 0 ? cond_timedwait_225(&v.c, &v.m, &past) : cond_timedwait_232(&v.c, &v.m, &past),
+           ETIMEDOUT);
     if (family != 0) {
         struct timespec mpast = ptest_in(CLOCK_MONOTONIC, -1000000000LL);
         EXPECT(cond_clockwait_230(&v.c, &v.m, CLOCK_MONOTONIC, &mpast), ETIMEDOUT);
@@ -453,14 +454,16 @@ static void test_omp(void)
     memset(&l, 0, sizeof l);
     omp_init_10(&l);
     omp_set_10(&l);
-    CHECK(on_other(omp_test10_release, &l) == 0, "omp_test_lock@OMP_1.0 on a lock held through OMP_1.0 succeeded");
+    CHECK(on_other(omp_test10_release, &l) == 0,
+          "omp_test_lock@OMP_1.0 on a lock held through OMP_1.0 succeeded");
     omp_unset_10(&l);
     CHECK(on_other(omp_test10_release, &l) == 1, "omp_test_lock@OMP_1.0 on a free lock failed");
     omp_destroy_10(&l);
 
     omp_init_30(&l);
     omp_set_30(&l);
-    CHECK(on_other(omp_test30_release, &l) == 0, "omp_test_lock@OMP_3.0 on a lock held through OMP_3.0 succeeded");
+    CHECK(on_other(omp_test30_release, &l) == 0,
+          "omp_test_lock@OMP_3.0 on a lock held through OMP_3.0 succeeded");
     omp_unset_30(&l);
     omp_destroy_30(&l);
 
@@ -485,7 +488,8 @@ static void test_omp(void)
         omp_destroy_10(&l);
         omp_init_nest_10(&l);
         omp_set_nest_10(&l);
-        CHECK(omp_test_nest_30(&l) == 2, "omp_test_nest_lock@OMP_3.0 after a set through OMP_1.0 did not return 2");
+        CHECK(omp_test_nest_30(&l) == 2,
+              "omp_test_nest_lock@OMP_3.0 after a set through OMP_1.0 did not return 2");
         omp_unset_nest_10(&l);
         omp_unset_nest_10(&l);
         omp_destroy_nest_10(&l);

@@ -94,13 +94,15 @@ int main(void)
     }
     const char *q = getenv("PTEST_QUIET");
     if (interposed && (q == NULL || q[0] == '\0'))
-        printf("versions: note: dlvsym(RTLD_DEFAULT) resolves %zu of %zu versioned names into the interposer "
-               "(glibc's dlvsym never matches an unversioned definition); glibc lock calls not in exports.map "
-               "(%zu): %s\n",
-               dlv_preload, dlv_total, not_replaced, list);
+        printf(
+            "versions: note: dlvsym(RTLD_DEFAULT) resolves %zu of %zu versioned names into the interposer "
+            "(glibc's dlvsym never matches an unversioned definition); glibc lock calls not in exports.map "
+            "(%zu): %s\n",
+            dlv_preload, dlv_total, not_replaced, list);
 
     if (interposed)
-        return ptest_end("%zu of %zu (name, version) references and %zu of %zu exported names reach the interposer",
-                         reached, nrefs, dl_reached, nexported);
+        return ptest_end(
+            "%zu of %zu (name, version) references and %zu of %zu exported names reach the interposer",
+            reached, nrefs, dl_reached, nexported);
     return ptest_end("%zu (name, version) references bind to the system libraries", nrefs);
 }
