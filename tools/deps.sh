@@ -3,15 +3,16 @@
 # Debian or Ubuntu, when it is missing.  Only the missing packages are
 # installed; nothing happens when everything is present.
 #
-#   tools/deps.sh          build and test tools (cmake, ninja, gcc, clang, and
-#                          spin for the protocol models)
+#   tools/deps.sh          build and test tools (cmake, ninja, gcc, clang,
+#                          spin for the protocol models, clang-format-14 for
+#                          the format check)
 #   tools/deps.sh --bench  also the peer lock libraries the bench compares
 #                          against (Concurrency Kit, Abseil, oneTBB, g++)
 #   tools/deps.sh --deb    the peers too, and what makes Debian packages
 #                          (dpkg-shlibdeps from dpkg-dev, file)
 set -euo pipefail
 
-want=(cmake ninja-build gcc g++ clang pkg-config make spin)
+want=(cmake ninja-build gcc g++ clang pkg-config make spin clang-format-14)
 if [[ "${1:-}" == "--bench" || "${1:-}" == "--deb" || "${1:-}" == "--all" ]]; then
   want+=(libck-dev libabsl-dev libtbb-dev)
 fi
