@@ -95,7 +95,7 @@ static inline bool bench_wait_due(void)
 
 enum { BENCH_WAIT_LOCK, BENCH_WAIT_RLOCK, BENCH_WAIT_EXECUTE };
 
-/* The sampled path, out of line (runner.c): run the acquisition `how`
+/* The sampled path, out of line (waits.c): run the acquisition `how`
  * names (fn and ctx for BENCH_WAIT_EXECUTE) between two TSC reads and add
  * the cycles to bench_wait_log.  Returns what bench_execute returns, or 0. */
 int bench_wait_sampled(int how, bench_lock_t *l, baton_fn fn, void *ctx);
