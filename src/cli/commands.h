@@ -5,7 +5,7 @@
 #define BATON_CLI_COMMANDS_H
 
 int cmd_info(int argc, char **argv);       /* info.c */
-int cmd_bench_apps(int argc, char **argv); /* run.c */
+int cmd_bench_apps(int argc, char **argv); /* apps.c */
 int cmd_run(int argc, char **argv);        /* run.c */
 int cmd_profile(int argc, char **argv);    /* profile.c */
 int cmd_advise(int argc, char **argv);     /* advise.c */

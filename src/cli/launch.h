@@ -1,5 +1,5 @@
 /* launch.h - what `baton run`, `baton profile`, `baton advise`,
- * `baton bench apps` and `baton plot` share (defined in run.c): finding the
+ * `baton bench apps` and `baton plot` share (defined in launch.c): finding the
  * interposer and the scripts next to the baton binary, checking specs, and
  * running a command with the interposer in its environment. */
 #ifndef BATON_CLI_LAUNCH_H
