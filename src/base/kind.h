@@ -163,7 +163,10 @@ extern const baton_kind_t baton_kind_server; /* src/server/: server, ,chain, ,hi
 #define BATON_KIND_SIG_tryrlock int, (), (), return
 #define BATON_KIND_SIG_timedrlock int, (, const baton_deadline_t *d), (, d), return
 #define BATON_KIND_SIG_has_readers int, (), (), return
-#define BATON_KIND_SIG_stats void, (, baton_stats_t * out), (, out),
+/* Left as written: clang-format 14 reads the parameter as a product. */
+/* clang-format off */
+#define BATON_KIND_SIG_stats void, (, baton_stats_t *out), (, out),
+/* clang-format on */
 
 /* Helpers: a row's parenthesised list without its parentheses, and the
  * generated function itself. */

@@ -18,10 +18,11 @@ typedef struct baton_syslock {
     _Atomic uint32_t word;
 } baton_syslock_t;
 
-#define BATON_SYSLOCK_INIT                                                                                   \
-    {                                                                                                        \
-        0                                                                                                    \
-    }
+/* Left as written: clang-format 14 spreads a braced initialiser in a
+ * macro over four lines. */
+/* clang-format off */
+#define BATON_SYSLOCK_INIT {0}
+/* clang-format on */
 
 static inline void baton_syslock_lock(baton_syslock_t *l)
 {
