@@ -95,6 +95,18 @@ static inline void baton_qnode_defer(_Atomic(baton_qnode_t *) *list, baton_qnode
     while (!baton_cas(list, &head, first, memory_order_release, memory_order_relaxed));
 }
 
+/* Append n to the private list first..last (linked by pool_next) that a
+ * promotion builds of the nodes it passes over, for baton_qnode_defer(). */
+static inline void baton_qnode_append(baton_qnode_t **first, baton_qnode_t **last, baton_qnode_t *n)
+{
+    n->pool_next = NULL;
+    if (*last != NULL)
+        (*last)->pool_next = n;
+    else
+        *first = n;
+    *last = n;
+}
+
 /* Take every node of `list` into the calling thread's pool.  Acquire pairs
  * with the release of baton_qnode_defer(). */
 static inline void baton_qnode_recycle(_Atomic(baton_qnode_t *) *list)

@@ -153,12 +153,7 @@ static void promote(baton_relay_t *l, baton_qnode_t *n)
          * acquire orders the wake after the exchange. */
         uint32_t old = baton_xchg(&next->state, RELAY_HEAD, memory_order_acq_rel);
         if (old == RELAY_ABANDONED) {
-            next->pool_next = NULL;
-            if (passed_last != NULL)
-                passed_last->pool_next = next;
-            else
-                passed = next;
-            passed_last = next;
+            baton_qnode_append(&passed, &passed_last, next);
             cur = next;
             continue;
         }

@@ -361,12 +361,7 @@ static void promote(baton_runner_t *l, baton_qnode_t *n, bool silent)
              * (we own the lock, and no waiter reads `heir` but its own). */
             if (silent && may_park)
                 baton_store(&l->heir, NULL, memory_order_relaxed);
-            next->pool_next = NULL;
-            if (passed_last != NULL)
-                passed_last->pool_next = next;
-            else
-                passed = next;
-            passed_last = next;
+            baton_qnode_append(&passed, &passed_last, next);
             cur = next;
             continue;
         }
