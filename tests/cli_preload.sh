@@ -1,11 +1,13 @@
 #!/bin/sh
-# cli_preload.sh BATON [PROGRAM]: checks of `baton run`, `baton profile` and
-# `baton advise`.  BATON is the baton binary (the interposer is found next to
-# it); PROGRAM, when given, is a dynamically linked program that takes
-# pthread mutexes and exits 0 (its profile must list at least one lock).
+# cli_preload.sh BATON [PROGRAM [FORKER]]: checks of `baton run`, `baton
+# profile` and `baton advise`.  BATON is the baton binary (the interposer is
+# found next to it); PROGRAM, when given, is a dynamically linked program that
+# takes pthread mutexes and exits 0 (its profile must list at least one lock);
+# FORKER, one that forks while its threads hold locks (tests/preload/fork.c).
 set -u
 BATON=$1
 PROG=${2:-}
+FORKER=${3:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cli_preload.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -43,6 +45,12 @@ if [ -n "$PROG" ]; then
     if command -v python3 >/dev/null; then
         python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/p.json" || fail "profile --json: not JSON"
     fi
+fi
+# profile: a profiled program that forks (the profiler's lock is taken
+# across the fork once, with the interposer's others), under a watchdog.
+if [ -n "$FORKER" ]; then
+    timeout -s KILL 150 "$BATON" profile -- "$FORKER" >/dev/null 2>"$tmp/err" ||
+        fail "profile $FORKER: failed or hung (status $?): $(tail -n 3 "$tmp/err")"
 fi
 
 # advise: a table on stdout with stock and each candidate, a recommendation.

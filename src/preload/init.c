@@ -200,6 +200,8 @@ static void fork_child(void)
         baton_syslock_reset(&slabs[i]->mu);
     baton_syslock_reset(&pl_prof_mu);
     baton_syslock_reset(&pl_real_mu);
+    if (pl_profiling)
+        pl_prof_fork_child(); /* the child profiles itself from zero */
 }
 
 /* --- the query interface (baton/preload.h) ----------------------------------------- */

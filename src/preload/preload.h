@@ -410,5 +410,7 @@ void pl_prof_bind(pl_prof_t *p, const baton_kind_t *kind, void *state);
 extern baton_syslock_t pl_prof_mu;
 /* Called by init.c when profiling: register the report at exit. */
 void pl_prof_start(void);
+/* In a forked child, after init.c reset pl_prof_mu: zero every count. */
+void pl_prof_fork_child(void);
 
 #endif

@@ -426,13 +426,11 @@ static void zero_counters(pl_prof_t *r)
     baton_store(&r->destroyed, 0, memory_order_relaxed);
 }
 
-static void prof_fork_prepare(void) { baton_syslock_lock(&pl_prof_mu); }
-
-static void prof_fork_parent(void) { baton_syslock_unlock(&pl_prof_mu); }
-
-static void prof_fork_child(void)
+/* In the child, from init.c's fork handler, which took pl_prof_mu across
+ * the fork with the interposer's other locks and has reset it: the lock
+ * has one set of fork handlers, so that a fork never takes it twice. */
+void pl_prof_fork_child(void)
 {
-    baton_syslock_reset(&pl_prof_mu);
     /* Relaxed: the child has one thread. */
     for (pl_prof_chunk_t *c = baton_load(&chunks, memory_order_relaxed); c != NULL; c = c->next) {
         uint32_t n = baton_load(&c->used, memory_order_relaxed);
@@ -456,8 +454,6 @@ void pl_prof_start(void)
     baton_syslock_lock(&pl_prof_mu);
     table_room(); /* the first table, so that lookups rarely find none */
     baton_syslock_unlock(&pl_prof_mu);
-    if (pthread_atfork(prof_fork_prepare, prof_fork_parent, prof_fork_child) != 0)
-        pl_log("profile: pthread_atfork failed; forked children report their parent's counts too");
     pl_log("profile: clock %s", use_tsc ? "tsc" : "monotonic");
 }
 
