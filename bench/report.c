@@ -149,7 +149,8 @@ static void json_or_null(FILE *f, double v)
         fprintf(f, "null");
 }
 
-void report_json_waits(FILE *f, const bench_result_t *m)
+/* "wait_max_ns" and "wait_p999_ns" of m. */
+static void json_waits(FILE *f, const bench_result_t *m)
 {
     fprintf(f, "\"wait_max_ns\": ");
     json_or_null(f, m->wait_max_ns);
@@ -162,7 +163,7 @@ void report_json_figures(FILE *f, const bench_record_t *r)
     const bench_result_t *m = &r->median;
     fprintf(f, "\"ops_per_s\": %.1f, \"fairness\": %.4f, \"cpu_s_per_mop\": %.6f, ", record_rate(r),
             record_fairness(r), m->ops ? m->cpu_s / ((double)m->ops / 1e6) : 0.0);
-    report_json_waits(f, m);
+    json_waits(f, m);
 }
 
 int report_json_write(const char *path, const machine_t *m, const char *extra_json, int n,

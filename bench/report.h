@@ -219,10 +219,9 @@ void report_json_string(FILE *f, const char *s);
 /* A wait in ns as µs for a table ("-" when negative: not available). */
 void report_wait_us(char *buf, size_t n, double ns);
 
-/* JSON members, no comma before or after: "wait_max_ns" and "wait_p999_ns"
- * of m (null when not available); report_json_figures() adds before them
- * the record's "ops_per_s", "fairness" and "cpu_s_per_mop". */
-void report_json_waits(FILE *f, const bench_result_t *m);
+/* JSON members, no comma before or after: the record's "ops_per_s",
+ * "fairness" and "cpu_s_per_mop", then "wait_max_ns" and "wait_p999_ns"
+ * (null when not available). */
 void report_json_figures(FILE *f, const bench_record_t *r);
 
 /* {"machine": ..., <extra_json>, "results": [{<record 0>}, ...]}: record(f,
