@@ -12,6 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Open spec as a lock, canonicalise it, and let cmd->check (cmd may be
+ * NULL) see it: 0; 1 when it does not open; -1 when check refuses it. */
+static int open_lock(const bench_cmd_t *cmd, char spec[BENCH_SPEC_MAX], char *err, size_t errlen)
+{
+    bench_lock_t l;
+    if (bench_lock_open(spec, &l, err, errlen) != 0)
+        return 1;
+    snprintf(spec, BENCH_SPEC_MAX, "%s", l.spec);
+    int refused = cmd && cmd->check ? cmd->check(&l, cmd->ctx, err, errlen) : 0;
+    bench_lock_close(&l);
+    return refused ? -1 : 0;
+}
+
 int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int n, bool optional,
                       char *skipped, size_t skipped_len, char *err, size_t errlen)
 {
@@ -19,30 +32,16 @@ int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int 
     if (skipped_len)
         skipped[0] = '\0';
     for (int i = 0; i < n; i++) {
-        if (cmd && cmd->check_spec) {
-            char spec[BENCH_SPEC_MAX];
-            memcpy(spec, specs[i], sizeof spec);
-            if (cmd->check_spec(spec, cmd->ctx, err, errlen) != 0) {
-                if (!optional)
-                    return -1;
-                baton_join(skipped, skipped_len, ", ", "%s", specs[i]);
-                continue;
-            }
-            memcpy(specs[kept++], spec, sizeof spec);
-            continue;
-        }
-        bench_lock_t l;
-        if (bench_lock_open(specs[i], &l, err, errlen) != 0) {
-            if (!optional)
-                return -1;
-            baton_join(skipped, skipped_len, ", ", "%s", specs[i]);
-            continue;
-        }
-        snprintf(specs[kept++], BENCH_SPEC_MAX, "%s", l.spec); /* canonical */
-        int refused = cmd && cmd->check ? cmd->check(&l, cmd->ctx, err, errlen) : 0;
-        bench_lock_close(&l);
-        if (refused)
+        char spec[BENCH_SPEC_MAX];
+        memcpy(spec, specs[i], sizeof spec);
+        int bad = cmd && cmd->check_spec ? cmd->check_spec(spec, cmd->ctx, err, errlen) != 0
+                                         : open_lock(cmd, spec, err, errlen);
+        if (bad < 0 || (bad && !optional))
             return -1;
+        if (bad)
+            baton_join(skipped, skipped_len, ", ", "%s", specs[i]);
+        else
+            memcpy(specs[kept++], spec, sizeof spec);
     }
     return kept;
 }
