@@ -34,7 +34,6 @@
 #include "bench.h"
 #include "progress.h"
 #include "report.h"
-#include "machine.h"
 #include "peers/barrier_peers.h"
 #include "topo.h"
 #include "../src/base/join.h"
@@ -48,7 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SPECS 64
 #define SUMMARY_LINE 512
 #define FAULT_EVERY 64 /* --inject-fault: thread 0 skips episodes 5, 69, 133... */
 
@@ -329,12 +327,12 @@ static const bench_barrier_peer_t *find_peer(const char *name)
     return NULL;
 }
 
-static int add_spec(char specs[][BENCH_SPEC_MAX], int n, const char *s)
+static int add_spec(char specs[][BENCH_SPEC_MAX], int n, int max, const char *s)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(specs[i], s) == 0)
             return n; /* no duplicates */
-    if (n < MAX_SPECS)
+    if (n < max)
         snprintf(specs[n++], BENCH_SPEC_MAX, "%s", s);
     return n;
 }
@@ -343,35 +341,36 @@ static int add_spec(char specs[][BENCH_SPEC_MAX], int n, const char *s)
 static const baton_wait_kind all_waits[] = {BATON_WAIT_SPIN, BATON_WAIT_SPINPARK, BATON_WAIT_PARK,
                                             BATON_WAIT_YIELD};
 
-static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n)
+static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int max)
 {
     bool all = strcmp(kw, "all") == 0;
     if (all || strcmp(kw, "kinds") == 0) {
         const baton_barrier_kind_info_t *k;
         size_t nk = baton_barrier_kinds(&k);
         for (size_t i = 0; i < nk; i++)
-            n = add_spec(specs, n, k[i].name);
+            n = add_spec(specs, n, max, k[i].name);
         for (size_t i = 0; all && i < nk; i++)
             for (size_t w = 0; w < sizeof all_waits / sizeof all_waits[0]; w++)
                 if (k[i].waits & BATON_WAIT_BIT(all_waits[w])) {
                     char s[BENCH_SPEC_MAX];
                     snprintf(s, sizeof s, "%.60s:%.20s", k[i].name, baton_wait_name(all_waits[w]));
-                    n = add_spec(specs, n, s);
+                    n = add_spec(specs, n, max, s);
                 }
     }
     if (all || strcmp(kw, "peers") == 0) {
         const bench_barrier_peer_t *peers;
         size_t np = bench_barrier_peers(&peers);
         for (size_t i = 0; i < np; i++)
-            n = add_spec(specs, n, peers[i].name);
+            n = add_spec(specs, n, max, peers[i].name);
     }
     return n;
 }
 
 /* Expand --barriers: comma-separated specs, where an item containing '='
  * continues the previous spec ("twolevel:spin,fanout=4" is one), and the
- * keywords all, kinds, peers.  Returns the count, or -1 with a message. */
-static int expand_barriers(const char *arg, char specs[][BENCH_SPEC_MAX], char *err, size_t errlen)
+ * keywords all, kinds, peers; at most max.  Returns the count, or -1 with a
+ * message (bench_cmd_t.expand). */
+static int expand_barriers(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen)
 {
     int n = 0;
     char pending[BENCH_SPEC_MAX] = "";
@@ -395,10 +394,10 @@ static int expand_barriers(const char *arg, char specs[][BENCH_SPEC_MAX], char *
             memcpy(pending + used + 1, item, len + 1);
         } else {
             if (pending[0])
-                n = add_spec(specs, n, pending);
+                n = add_spec(specs, n, max, pending);
             pending[0] = '\0';
             if (!strcmp(item, "all") || !strcmp(item, "kinds") || !strcmp(item, "peers"))
-                n = add_keyword(item, specs, n);
+                n = add_keyword(item, specs, n, max);
             else if (item[0])
                 snprintf(pending, sizeof pending, "%s", item);
         }
@@ -408,7 +407,7 @@ static int expand_barriers(const char *arg, char specs[][BENCH_SPEC_MAX], char *
         p++;
     }
     if (pending[0])
-        n = add_spec(specs, n, pending);
+        n = add_spec(specs, n, max, pending);
     if (n == 0) {
         snprintf(err, errlen, "no barriers named in '%s'", arg);
         return -1;
@@ -430,9 +429,10 @@ static void peer_names(char *buf, size_t size)
 /* Check that spec names a peer of this build, or a baton barrier that
  * opens (for two threads: the spec is kept as written, since what it
  * resolves to depends on the thread count).  0, or an errno value with a
- * message. */
-static int check_barrier(const char *spec, char *err, size_t errlen)
+ * message (bench_cmd_t.check_spec). */
+static int check_barrier(char spec[BENCH_SPEC_MAX], const void *ctx, char *err, size_t errlen)
 {
+    (void)ctx;
     if (strncmp(spec, "peer:", 5) == 0) {
         if (find_peer(spec))
             return 0;
@@ -466,16 +466,7 @@ typedef struct bar_rec {
 
 static bool rec_ok(const bar_rec_t *x) { return x->r.status == BENCH_OK && x->episodes > 0; }
 
-static const char *rec_status(const bar_rec_t *x)
-{
-    switch (x->r.status) {
-    case BENCH_OK: return "ok";
-    case BENCH_VERIFY_FAILED: return "VERIFY-FAILED";
-    case BENCH_TIMEOUT: return "COLLAPSED(timeout)";
-    case BENCH_CRASHED: return "CRASHED";
-    default: return "ERROR";
-    }
-}
+static const char *rec_status(const bar_rec_t *x) { return report_status_name(x->r.status, false); }
 
 static int by_time(const void *a, const void *b)
 {
@@ -564,47 +555,29 @@ static void format_targets(char *buf, size_t size, const bar_rec_t *cell, int n,
 #undef ADD
 }
 
-static int write_json(const char *path, const machine_t *m, const bar_rec_t *recs, int n, double unit_ns,
-                      double box_s, const char *pin)
+/* One record of the JSON (a report_record_fn over the bar_rec_t array). */
+static void bar_json_record(FILE *f, int i, const void *ctx)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    fprintf(f, "{\"machine\": ");
-    machine_json(f, m);
-    fprintf(f, ",\n \"local_unit_ns\": %.4f, \"time_box_s\": %g, \"pin\": ", unit_ns, box_s);
-    report_json_string(f, pin);
-    fprintf(f, ",\n \"results\": [\n");
-    for (int i = 0; i < n; i++) {
-        const bar_rec_t *x = &recs[i];
-        bool ok = rec_ok(x);
-        fprintf(f, "  {\"bench\": \"barrier\", \"barrier\": ");
-        report_json_string(f, x->spec);
-        if (x->resolved[0]) {
-            fprintf(f, ", \"resolved\": ");
-            report_json_string(f, x->resolved);
-        }
-        fprintf(f,
-                ", \"threads\": %d, \"work_ns\": %ld, \"episodes_requested\": %" PRIu64
-                ", \"episodes\": %" PRIu64 ", \"shortened\": %s",
-                x->threads, x->work_ns, x->requested, x->episodes,
-                ok && x->episodes < x->requested ? "true" : "false");
-        if (ok)
-            fprintf(f, ", \"us_per_episode\": %.6g, \"cpu_us_per_episode\": %.6g", x->us_per_episode,
-                    x->cpu_us_per_episode);
-        else
-            fprintf(f, ", \"us_per_episode\": null, \"cpu_us_per_episode\": null");
-        fprintf(f, ", \"limit_us\": %.6g, \"verified\": %s, \"status\": ", x->limit_us,
-                x->r.status == BENCH_OK ? "true" : "false");
-        report_json_string(f, rec_status(x));
-        if (x->r.message[0]) {
-            fprintf(f, ", \"message\": ");
-            report_json_string(f, x->r.message);
-        }
-        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+    const bar_rec_t *x = (const bar_rec_t *)ctx + i;
+    bool ok = rec_ok(x);
+    fprintf(f, "\"bench\": \"barrier\", \"barrier\": ");
+    report_json_string(f, x->spec);
+    if (x->resolved[0]) {
+        fprintf(f, ", \"resolved\": ");
+        report_json_string(f, x->resolved);
     }
-    fprintf(f, " ]}\n");
-    return fclose(f) == 0 ? 0 : -1;
+    fprintf(f,
+            ", \"threads\": %d, \"work_ns\": %ld, \"episodes_requested\": %" PRIu64 ", \"episodes\": %" PRIu64
+            ", \"shortened\": %s",
+            x->threads, x->work_ns, x->requested, x->episodes,
+            ok && x->episodes < x->requested ? "true" : "false");
+    if (ok)
+        fprintf(f, ", \"us_per_episode\": %.6g, \"cpu_us_per_episode\": %.6g", x->us_per_episode,
+                x->cpu_us_per_episode);
+    else
+        fprintf(f, ", \"us_per_episode\": null, \"cpu_us_per_episode\": null");
+    fprintf(f, ", \"limit_us\": %.6g, ", x->limit_us);
+    report_json_outcome(f, &x->r, rec_status(x));
 }
 
 /* --- the command ----------------------------------------------------------------- */
@@ -682,71 +655,39 @@ int cmd_bench_barrier(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-    const char *list_arg = bo.list, *json_path = o.json, *pin_arg = o.pin;
     const int *threads = o.threads, nthreads = o.nthreads, *work = bo.work, nwork = bo.nwork;
     const uint64_t episodes = bo.episodes;
     const double box = bo.box;
     const bool fault = o.fault;
 
-    char err[1024];
-    char(*specs)[BENCH_SPEC_MAX] = calloc(MAX_SPECS, sizeof *specs);
-    if (!specs) {
-        fprintf(stderr, "baton bench barrier: out of memory\n");
-        return 2;
-    }
-    int nspecs = expand_barriers(list_arg ? list_arg : bar_default_list, specs, err, sizeof err);
-    if (nspecs < 0) {
-        fprintf(stderr, "baton bench barrier: %s\n", err);
-        free(specs);
-        return 2;
-    }
-    (void)baton_calibration(); /* once, here: every child inherits it */
-    /* Open each (for two threads); an explicit list must open entirely, a
-     * default list skips what this build lacks. */
-    char skipped[1024] = "";
-    int kept = 0;
-    for (int i = 0; i < nspecs; i++) {
-        if (check_barrier(specs[i], err, sizeof err) != 0) {
-            if (list_arg) {
-                fprintf(stderr, "baton bench barrier: %s\n", err);
-                free(specs);
-                return 2;
-            }
-            baton_join(skipped, sizeof skipped, ", ", "%s", specs[i]);
-            continue;
-        }
-        if (kept != i)
-            memcpy(specs[kept], specs[i], BENCH_SPEC_MAX);
-        kept++;
-    }
-    nspecs = kept;
-    if (nspecs == 0) {
-        fprintf(stderr, "baton bench barrier: no barrier of the list is in this build\n");
-        free(specs);
-        return 2;
-    }
-
-    machine_t m;
-    machine_describe(&m, true); /* the line round trip of the limit */
-    const int cores = m.topo.ncpus > 0 ? m.topo.ncpus : 1;
-    const int pin = topo_pin_parse(pin_arg);
-    int *order = calloc((size_t)cores, sizeof *order);
-    topo_pin_order(&m.topo, pin, order, cores);
-    const double unit_ns = bench_local_unit_ns();
-    const double rtt_us = m.line_rtt_ns / 1e3;
-
-    printf("baton bench barrier: %d barrier(s), threads", nspecs);
-    for (int i = 0; i < nthreads; i++)
-        printf("%s%d", i ? "," : " ", threads[i]);
-    printf("; W");
+    char wlist[256] = "", runs[128];
     for (int i = 0; i < nwork; i++)
-        printf("%s%d", i ? "," : " ", work[i]);
-    printf(" ns; up to %" PRIu64 " episodes or %.2g s per cell; pin %s; %d CPUs; 1 unit of work = "
-           "%.2f ns; line round trip %.0f ns (CPUs %d-%d)%s\n",
-           episodes, box, pin_arg, cores, unit_ns, m.line_rtt_ns, m.rtt_cpu_a, m.rtt_cpu_b,
-           fault ? "; INJECTED FAULT: thread 0 skips the barrier" : "");
-    if (skipped[0])
-        printf("skipped (not in this build): %s\n", skipped);
+        baton_join(wlist, sizeof wlist, ",", "%d", work[i]);
+    char params_line[sizeof wlist + 16];
+    snprintf(params_line, sizeof params_line, "; W %s ns", wlist);
+    snprintf(runs, sizeof runs, "up to %" PRIu64 " episodes or %.2g s per cell", episodes, box);
+    const bench_cmd_t cmd = {.name = "barrier",
+                             .locks = bo.list,
+                             .default_locks = bar_default_list,
+                             .noun = "barrier",
+                             .expand = expand_barriers,
+                             .check_spec = check_barrier,
+                             .line_rtt = true, /* the limit's line round trip */
+                             .threads = threads,
+                             .nthreads = nthreads,
+                             .duration_s = box,
+                             .repeat = 1,
+                             .pin = o.pin,
+                             .header_params = params_line,
+                             .header_runs = runs,
+                             .header_tail = fault ? "; INJECTED FAULT: thread 0 skips the barrier" : NULL};
+    bench_setup_t b;
+    int rc = bench_cmd_setup(&cmd, &b);
+    if (rc != 0)
+        return rc;
+    char(*specs)[BENCH_SPEC_MAX] = b.specs;
+    const int nspecs = b.nspecs, cores = b.cores;
+    const double unit_ns = b.unit_ns, rtt_us = b.m.line_rtt_ns / 1e3;
     /* The peers this build lacks, and why (they are found at configure
      * time: bench/peers/CMakeLists.txt). */
     static const struct {
@@ -777,9 +718,7 @@ int cmd_bench_barrier(int argc, char **argv)
         free(summary);
         free(recs);
         free(params);
-        free(order);
-        free(specs);
-        machine_free(&m);
+        bench_cmd_finish(&b, NULL, NULL, NULL, 0, 0);
         return 2;
     }
     int nrecs = 0, failed = 0;
@@ -802,12 +741,8 @@ int cmd_bench_barrier(int argc, char **argv)
                 bp->work_units = units;
                 bp->episodes = episodes;
                 bp->inject_fault = fault;
-                bench_cfg_t cfg = {.threads = N,
-                                   .duration_s = box,
-                                   .pin_policy = pin,
-                                   .pin_order = pin ? order : NULL,
-                                   .npin = cores,
-                                   .deadline_s = box * 2 + 2};
+                bench_cfg_t cfg = b.base;
+                cfg.threads = N;
                 if (bp->peer && bp->peer->run) {
                     /* Its team's threads inherit thread 0's CPU mask: pinning
                      * thread 0 would put the whole team on one CPU. */
@@ -858,22 +793,12 @@ int cmd_bench_barrier(int argc, char **argv)
     for (int i = 0; i < nwork * nthreads; i++)
         printf("%s\n", summary[i]);
 
-    int rc = failed ? 1 : 0;
-    if (json_path) {
-        if (write_json(json_path, &m, recs, nrecs, unit_ns, box, pin_arg) != 0) {
-            fprintf(stderr, "baton bench barrier: cannot write %s: %s\n", json_path, strerror(errno));
-            rc = 1;
-        } else {
-            printf("\nwrote %s\n", json_path);
-        }
-    }
-    if (failed)
-        printf("\n%d result(s) FAILED verification or did not run: see the status column\n", failed);
+    char extra[128];
+    snprintf(extra, sizeof extra, "\"local_unit_ns\": %.4f, \"time_box_s\": %g, \"pin\": \"%s\"", unit_ns,
+             box, o.pin);
+    rc = bench_cmd_finish_json(&b, o.json, extra, nrecs, bar_json_record, recs, failed);
     free(summary);
     free(params);
     free(recs);
-    free(order);
-    free(specs);
-    machine_free(&m);
     return rc;
 }

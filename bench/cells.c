@@ -1,6 +1,6 @@
-/* cells.c - what the bench commands (micro, pq, rw) share around the
- * runner: their setup (lock list, machine, pinning, header) and finish
- * (JSON, failure count), the single-thread reference rates behind a cell's
+/* cells.c - what the bench commands share around the runner: their setup
+ * (lock or barrier list, machine, pinning, header) and finish (JSON,
+ * failure count), the single-thread reference rates behind a cell's
  * physical limit, and running and summing up one cell. */
 #include "progress.h"
 #include "report.h"
@@ -9,9 +9,21 @@
 
 #include <baton/wait.h>
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Open spec as a lock, canonicalise it, and let cmd->check (cmd may be
+ * NULL) see it: 0; 1 when it does not open; -1 when check refuses it. */
+static int open_lock(const bench_cmd_t *cmd, char spec[BENCH_SPEC_MAX], char *err, size_t errlen)
+{
+    bench_lock_t l;
+    if (bench_lock_open(spec, &l, err, errlen) != 0)
+        return 1;
+    snprintf(spec, BENCH_SPEC_MAX, "%s", l.spec);
+    int refused = cmd && cmd->check ? cmd->check(&l, cmd->ctx, err, errlen) : 0;
+    bench_lock_close(&l);
+    return refused ? -1 : 0;
+}
 
 int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int n, bool optional,
                       char *skipped, size_t skipped_len, char *err, size_t errlen)
@@ -20,26 +32,50 @@ int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int 
     if (skipped_len)
         skipped[0] = '\0';
     for (int i = 0; i < n; i++) {
-        bench_lock_t l;
-        if (bench_lock_open(specs[i], &l, err, errlen) != 0) {
-            if (!optional)
-                return -1;
-            baton_join(skipped, skipped_len, ", ", "%s", specs[i]);
-            continue;
-        }
-        snprintf(specs[kept++], BENCH_SPEC_MAX, "%s", l.spec); /* canonical */
-        int refused = cmd && cmd->check ? cmd->check(&l, cmd->ctx, err, errlen) : 0;
-        bench_lock_close(&l);
-        if (refused)
+        char spec[BENCH_SPEC_MAX];
+        memcpy(spec, specs[i], sizeof spec);
+        int bad = cmd && cmd->check_spec ? cmd->check_spec(spec, cmd->ctx, err, errlen) != 0
+                                         : open_lock(cmd, spec, err, errlen);
+        if (bad < 0 || (bad && !optional))
             return -1;
+        if (bad)
+            baton_join(skipped, skipped_len, ", ", "%s", specs[i]);
+        else
+            memcpy(specs[kept++], spec, sizeof spec);
     }
     return kept;
+}
+
+int bench_setup_machine(bench_setup_t *out, const char *name, const char *pin_arg, double duration_s,
+                        bool line_rtt)
+{
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    (void)baton_calibration(); /* once, here: every child inherits it */
+    machine_t *m = &out->m;
+    machine_describe(m, line_rtt);
+    out->cores = m->topo.ncpus > 0 ? m->topo.ncpus : 1;
+    out->order = calloc((size_t)out->cores, sizeof *out->order);
+    if (!out->order) {
+        fprintf(stderr, "baton bench %s: out of memory\n", name);
+        machine_free(m);
+        return 2;
+    }
+    int pin = topo_pin_parse(pin_arg);
+    topo_pin_order(&m->topo, pin, out->order, m->topo.ncpus);
+    out->unit_ns = bench_local_unit_ns();
+    out->base = (bench_cfg_t){.duration_s = duration_s,
+                              .pin_policy = pin,
+                              .pin_order = pin ? out->order : NULL,
+                              .npin = m->topo.ncpus,
+                              .deadline_s = duration_s * 2 + 2};
+    return 0;
 }
 
 int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
 {
     memset(out, 0, sizeof *out);
-    out->name = cmd->name;
+    const char *noun = cmd->noun ? cmd->noun : "lock";
     for (int i = 0; i < cmd->nthreads; i++)
         if (cmd->threads[i] < 1) {
             fprintf(stderr, "baton bench %s: thread counts must be at least 1\n", cmd->name);
@@ -52,44 +88,44 @@ int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
         fprintf(stderr, "baton bench %s: out of memory\n", cmd->name);
         return 2;
     }
-    int nspecs = bench_expand_locks(cmd->locks ? cmd->locks : cmd->default_locks, specs, BENCH_MAX_LOCKS, err,
-                                    sizeof err);
+    int nspecs = (cmd->expand ? cmd->expand : bench_expand_locks)(
+        cmd->locks ? cmd->locks : cmd->default_locks, specs, BENCH_MAX_LOCKS, err, sizeof err);
     if (nspecs < 0) {
         fprintf(stderr, "baton bench %s: %s\n", cmd->name, err);
         free(specs);
         return 2;
     }
-    (void)baton_calibration(); /* once, here: every child inherits it */
+    (void)baton_calibration(); /* before the specs open: every child inherits it */
     nspecs =
         bench_check_specs(cmd, specs, nspecs, cmd->locks == NULL, skipped, sizeof skipped, err, sizeof err);
     if (nspecs <= 0) {
-        fprintf(stderr, "baton bench %s: %s\n", cmd->name,
-                nspecs < 0 ? err : "none of the default locks opens");
+        if (nspecs < 0)
+            fprintf(stderr, "baton bench %s: %s\n", cmd->name, err);
+        else
+            fprintf(stderr, "baton bench %s: none of the default %ss opens\n", cmd->name, noun);
+        free(specs);
+        return 2;
+    }
+    if (bench_setup_machine(out, cmd->name, cmd->pin, cmd->duration_s, cmd->line_rtt) != 0) {
         free(specs);
         return 2;
     }
     out->specs = specs;
     out->nspecs = nspecs;
 
-    machine_t *m = &out->m;
-    machine_describe(m, false);
-    int pin = topo_pin_parse(cmd->pin);
-    out->order = calloc((size_t)(m->topo.ncpus > 0 ? m->topo.ncpus : 1), sizeof *out->order);
-    topo_pin_order(&m->topo, pin, out->order, m->topo.ncpus);
-    out->cores = m->topo.ncpus > 0 ? m->topo.ncpus : 1;
-    out->unit_ns = bench_local_unit_ns();
-    out->base = (bench_cfg_t){.duration_s = cmd->duration_s,
-                              .pin_policy = pin,
-                              .pin_order = pin ? out->order : NULL,
-                              .npin = m->topo.ncpus,
-                              .deadline_s = cmd->duration_s * 2 + 2};
-
-    printf("baton bench %s: %d lock(s), threads", cmd->name, nspecs);
+    const machine_t *m = &out->m;
+    printf("baton bench %s: %d %s(s), threads", cmd->name, nspecs, noun);
     for (int i = 0; i < cmd->nthreads; i++)
         printf("%s%d", i ? "," : " ", cmd->threads[i]);
-    printf("%s; %.2f s x %d runs (median); pin %s; %d CPUs; 1 unit of local work = %.2f ns%s\n",
-           cmd->header_params ? cmd->header_params : "", cmd->duration_s, cmd->repeat, cmd->pin, out->cores,
-           out->unit_ns, cmd->header_tail ? cmd->header_tail : "");
+    printf("%s; ", cmd->header_params ? cmd->header_params : "");
+    if (cmd->header_runs)
+        printf("%s", cmd->header_runs);
+    else
+        printf("%.2f s x %d runs (median)", cmd->duration_s, cmd->repeat);
+    printf("; pin %s; %d CPUs; 1 unit of local work = %.2f ns", cmd->pin, out->cores, out->unit_ns);
+    if (cmd->line_rtt)
+        printf("; line round trip %.0f ns (CPUs %d-%d)", m->line_rtt_ns, m->rtt_cpu_a, m->rtt_cpu_b);
+    printf("%s\n", cmd->header_tail ? cmd->header_tail : "");
     if (skipped[0])
         printf("skipped (not in this build): %s\n", skipped);
     for (int k = 0; cmd->describe && k < nspecs; k++) {
@@ -102,23 +138,22 @@ int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
     return 0;
 }
 
-int bench_cmd_finish(bench_setup_t *s, const char *json_path, const char *extra_json,
-                     const bench_record_t *recs, int nrecs, int failed)
+int bench_cmd_finish_json(bench_setup_t *s, const char *json_path, const char *extra_json, int n,
+                          report_record_fn record, const void *ctx, int failed)
 {
-    if (json_path) {
-        if (report_json(json_path, &s->m, extra_json, recs, nrecs) != 0) {
-            fprintf(stderr, "baton bench %s: cannot write %s: %s\n", s->name, json_path, strerror(errno));
-            failed++;
-        } else {
-            printf("\nwrote %s\n", json_path);
-        }
-    }
+    int unwritten = json_path ? report_json_save(s->name, json_path, &s->m, extra_json, n, record, ctx) : 0;
     if (failed)
         printf("\n%d result(s) FAILED verification or did not run: see above\n", failed);
     free(s->order);
     machine_free(&s->m);
     free(s->specs);
-    return failed ? 1 : 0;
+    return failed || unwritten ? 1 : 0;
+}
+
+int bench_cmd_finish(bench_setup_t *s, const char *json_path, const char *extra_json,
+                     const bench_record_t *recs, int nrecs, int failed)
+{
+    return bench_cmd_finish_json(s, json_path, extra_json, nrecs, report_json_record, recs, failed);
 }
 
 void bench_extras_ops_per_session(void *state, bench_lock_t *lock, bench_result_t *r)

@@ -597,7 +597,7 @@ const bench_workload_t elide_workload = {
 /* --- what the parent keeps per record ------------------------------------------ */
 
 struct elide_info {
-    int mix, stats;
+    int stats;
     bool have_tx; /* the lock reported elision counters */
     struct elide_tx tx;
     int ref;        /* index in the records of the EDP reference, or -1 */
@@ -612,12 +612,6 @@ static double per_op(uint64_t v, const bench_record_t *r)
 
 /* --- the report ------------------------------------------------------------------ */
 
-static int by_rate_desc(const void *a, const void *b)
-{
-    double x = record_rate(*(bench_record_t *const *)a), y = record_rate(*(bench_record_t *const *)b);
-    return (x < y) - (x > y);
-}
-
 static void fmt_num(char *buf, size_t n, double v)
 {
     if (v >= 100)
@@ -630,12 +624,9 @@ static void fmt_num(char *buf, size_t n, double v)
 
 static void elide_report_cell(bench_record_t *cell, const struct elide_info *info, int n, const char *title)
 {
-    bench_record_t **order = malloc((size_t)n * sizeof *order);
+    bench_record_t **order = report_rank(cell, n);
     if (!order)
         return;
-    for (int i = 0; i < n; i++)
-        order[i] = &cell[i];
-    qsort(order, (size_t)n, sizeof *order, by_rate_desc);
     int width = 26;
     for (int i = 0; i < n; i++)
         if ((int)strlen(cell[i].lock) > width)
@@ -684,92 +675,50 @@ static void elide_report_cell(bench_record_t *cell, const struct elide_info *inf
     free(order);
 }
 
-/* {"machine": ..., <header fields>, "results": [...]}: one record a line
- * (the parent of a glibc elision peer reads them back line by line). */
-static int elide_json(const char *path, const machine_t *m, const char *extra, const baton_htm_info_t *htm,
-                      const bench_record_t *recs, const struct elide_info *info, int n)
+/* The records of the JSON and what elide adds to them. */
+struct elide_json_ctx {
+    const bench_record_t *recs;
+    const struct elide_info *info;
+};
+
+/* One record of the JSON (a report_record_fn): every figure of the shared
+ * record (report_json_record), then the statistics mode, EDP and the
+ * elision counters.  One record a line: the parent of a glibc elision peer
+ * reads them back line by line (elide_glibc.c). */
+static void elide_json_record(FILE *f, int i, const void *ctx)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    fprintf(f, "{\n  \"machine\": ");
-    machine_json(f, m);
-    fprintf(f, ",\n  %s, \"rtm\": {\"usable\": %s, \"state\": ", extra, htm->usable ? "true" : "false");
-    report_json_string(f, htm->state ? htm->state : "");
-    fprintf(f, ", \"why\": ");
-    report_json_string(f, htm->why ? htm->why : "");
-    fprintf(f, "},\n  \"results\": [");
-    for (int i = 0; i < n; i++) {
-        const bench_record_t *r = &recs[i];
-        const struct elide_info *in = &info[i];
-        const bench_result_t *md = &r->median;
-        bool ok = md->status == BENCH_OK;
-        double rate = record_rate(r);
-        fprintf(f, "%s\n    {\"bench\": \"elide\", \"lock\": ", i ? "," : "");
-        report_json_string(f, r->lock);
-        fprintf(f, ", \"threads\": %d, \"mix_get\": %d, \"stats\": \"%s\"", r->threads, in->mix,
-                elide_stats_names[in->stats]);
-        fprintf(f, ", \"mops\": %.6f, \"ops\": %llu, \"duration_s\": %.6f, \"ops_per_s\": %.1f", rate / 1e6,
-                (unsigned long long)md->ops, md->seconds, rate);
-        fprintf(f, ", \"cpu_s\": %.6f, \"cpu_s_per_mop\": %.6f, ", md->cpu_s,
-                md->ops ? md->cpu_s / ((double)md->ops / 1e6) : 0.0);
-        report_json_waits(f, md);
-        if (ok && in->edp >= 0)
-            fprintf(f, ", \"edp\": %.6e", in->edp);
-        else
-            fprintf(f, ", \"edp\": null");
-        if (ok && in->edp_rel >= 0 && in->ref >= 0) {
-            fprintf(f, ", \"edp_rel\": %.4f, \"edp_ref\": ", in->edp_rel);
-            report_json_string(f, recs[in->ref].lock);
-        } else {
-            fprintf(f, ", \"edp_rel\": null, \"edp_ref\": null");
-        }
-        /* Elision counters, per operation (commit_rate too), for the locks
-         * that keep them; null for the others. */
-        if (ok && in->have_tx) {
-            fprintf(f, ", \"commit_rate\": %.6f, \"aborts\": {", per_op(in->tx.commits, r));
-            for (unsigned c = 0; c < BATON_ABORT_CAUSES; c++) {
-                const char *name = baton_abort_cause_name(c);
-                fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", name ? name : "?", per_op(in->tx.aborts[c], r));
-            }
-            fprintf(f, "}, \"fallbacks\": %.6f, \"skipped\": %.6f", per_op(in->tx.fallbacks, r),
-                    per_op(in->tx.skipped, r));
-            fprintf(f, ", \"tx_attempts\": %llu, \"tx_commits\": %llu", (unsigned long long)in->tx.attempts,
-                    (unsigned long long)in->tx.commits);
-        } else {
-            fprintf(f, ", \"commit_rate\": null, \"aborts\": null, \"fallbacks\": null, "
-                       "\"skipped\": null");
-        }
-        if (ok && md->extra[EXTRA_HIT_RATE] >= 0)
-            fprintf(f, ", \"hit_rate\": %.4f", md->extra[EXTRA_HIT_RATE]);
-        if (ok && md->extra[EXTRA_EVICT] >= 0)
-            fprintf(f, ", \"evictions_per_op\": %.4f", md->extra[EXTRA_EVICT]);
-        if (ok && md->extra[EXTRA_SESSION] >= 0)
-            fprintf(f, ", \"ops_per_session\": %.4f", md->extra[EXTRA_SESSION]);
-        fprintf(f, ", \"min_thread_ops\": %llu, \"max_thread_ops\": %llu, \"fairness\": %.4f",
-                (unsigned long long)(md->max_thread_ops ? md->min_thread_ops : 0),
-                (unsigned long long)md->max_thread_ops, record_fairness(r));
-        if (md->energy_j >= 0)
-            fprintf(f, ", \"energy_j\": %.6f", md->energy_j);
-        if (r->limit_ops_per_s > 0)
-            fprintf(f, ", \"limit_ops_per_s\": %.1f", r->limit_ops_per_s);
-        if (r->pthread_ops_per_s > 0)
-            fprintf(f, ", \"ratio_pthread\": %.4f", rate / r->pthread_ops_per_s);
-        fprintf(f, ", \"verified\": %s, \"status\": ", ok ? "true" : "false");
-        report_json_string(f, report_status(r));
-        fprintf(f, ", \"collapsed\": %s", r->collapsed || md->status == BENCH_TIMEOUT ? "true" : "false");
-        fprintf(f, ", \"target_duration_s\": %.3f, \"runs_ops_per_s\": [", r->duration_s);
-        for (int k = 0; k < r->nruns; k++)
-            fprintf(f, "%s%.1f", k ? ", " : "", r->runs_ops_per_s[k]);
-        fprintf(f, "]");
-        if (md->message[0]) {
-            fprintf(f, ", \"message\": ");
-            report_json_string(f, md->message);
-        }
-        fprintf(f, "}");
+    const struct elide_json_ctx *c = ctx;
+    const bench_record_t *r = &c->recs[i];
+    const struct elide_info *in = &c->info[i];
+    bool ok = r->median.status == BENCH_OK;
+    report_json_record(f, i, c->recs);
+    fprintf(f, ", \"stats\": \"%s\", \"mops\": %.6f", elide_stats_names[in->stats], record_rate(r) / 1e6);
+    if (ok && in->edp >= 0)
+        fprintf(f, ", \"edp\": %.6e", in->edp);
+    else
+        fprintf(f, ", \"edp\": null");
+    if (ok && in->edp_rel >= 0 && in->ref >= 0) {
+        fprintf(f, ", \"edp_rel\": %.4f, \"edp_ref\": ", in->edp_rel);
+        report_json_string(f, c->recs[in->ref].lock);
+    } else {
+        fprintf(f, ", \"edp_rel\": null, \"edp_ref\": null");
     }
-    fprintf(f, "\n  ]\n}\n");
-    return fclose(f) == 0 ? 0 : -1;
+    /* Elision counters, per operation (commit_rate too), for the locks
+     * that keep them; null for the others. */
+    if (ok && in->have_tx) {
+        fprintf(f, ", \"commit_rate\": %.6f, \"aborts\": {", per_op(in->tx.commits, r));
+        for (unsigned a = 0; a < BATON_ABORT_CAUSES; a++) {
+            const char *name = baton_abort_cause_name(a);
+            fprintf(f, "%s\"%s\": %.6f", a ? ", " : "", name ? name : "?", per_op(in->tx.aborts[a], r));
+        }
+        fprintf(f, "}, \"fallbacks\": %.6f, \"skipped\": %.6f", per_op(in->tx.fallbacks, r),
+                per_op(in->tx.skipped, r));
+        fprintf(f, ", \"tx_attempts\": %llu, \"tx_commits\": %llu", (unsigned long long)in->tx.attempts,
+                (unsigned long long)in->tx.commits);
+    } else {
+        fprintf(f, ", \"commit_rate\": null, \"aborts\": null, \"fallbacks\": null, "
+                   "\"skipped\": null");
+    }
 }
 
 /* --- the command ------------------------------------------------------------ */
@@ -1125,7 +1074,9 @@ int cmd_bench_elide(int argc, char **argv)
                     rec->nparams = 1;
                     rec->param_names[0] = "mix_get";
                     rec->params[0] = M[im];
-                    in->mix = M[im];
+                    rec->extra_keys[EXTRA_SESSION] = "ops_per_session";
+                    rec->extra_keys[EXTRA_HIT_RATE] = "hit_rate";
+                    rec->extra_keys[EXTRA_EVICT] = "evictions_per_op";
                     in->stats = S[is];
                     double slot = rec->median.extra[EXTRA_TX_SLOT];
                     if (k < nrun && slab && rec->median.status == BENCH_OK && slot >= 0 && slot < slab->cap) {
@@ -1159,20 +1110,32 @@ int cmd_bench_elide(int argc, char **argv)
             }
         }
 
-    if (o.json) {
-        char extra[256];
-        snprintf(extra, sizeof extra,
-                 "\"pin\": \"%s\", \"repeat\": %d, \"buckets\": %ld, \"keys\": %ld, \"items\": %ld, "
-                 "\"glibc_elision\": \"GLIBC_TUNABLES=%s\"",
-                 o.pin, o.repeat, buckets, keys, items, GLIBC_TUNABLE);
-        if (elide_json(o.json, &b.m, extra, &htm, recs, info, nrecs) != 0) {
-            fprintf(stderr, "baton bench elide: cannot write %s: %s\n", o.json, strerror(errno));
-            failed++;
-        } else {
-            printf("\nwrote %s\n", o.json);
+    /* The header's members: the options, and what the library's RTM probe
+     * decided. */
+    char *extra = NULL;
+    size_t extra_len = 0;
+    FILE *xf = o.json ? open_memstream(&extra, &extra_len) : NULL;
+    if (xf) {
+        fprintf(xf,
+                "\"pin\": \"%s\", \"repeat\": %d, \"buckets\": %ld, \"keys\": %ld, \"items\": %ld, "
+                "\"glibc_elision\": \"GLIBC_TUNABLES=%s\", \"rtm\": {\"usable\": %s, \"state\": ",
+                o.pin, o.repeat, buckets, keys, items, GLIBC_TUNABLE, htm.usable ? "true" : "false");
+        report_json_string(xf, htm.state ? htm.state : "");
+        fprintf(xf, ", \"why\": ");
+        report_json_string(xf, htm.why ? htm.why : "");
+        fprintf(xf, "}");
+        if (fclose(xf) != 0) {
+            free(extra);
+            extra = NULL;
         }
     }
-    rc = bench_cmd_finish(&b, NULL, NULL, recs, nrecs, failed);
+    const struct elide_json_ctx jctx = {recs, info};
+    if (o.json && !extra) {
+        fprintf(stderr, "baton bench elide: cannot write %s: out of memory\n", o.json);
+        failed++;
+    }
+    rc = bench_cmd_finish_json(&b, extra ? o.json : NULL, extra, nrecs, elide_json_record, &jctx, failed);
+    free(extra);
     if (slab)
         munmap(slab, slab_size);
     bench_refs_free(&refs);

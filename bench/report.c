@@ -1,13 +1,14 @@
 /* report.c - ranked tables and JSON for `baton bench` results. */
 #include "report.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *report_status(const bench_record_t *r)
+const char *report_status_name(int status, bool collapsed)
 {
-    switch (r->median.status) {
-    case BENCH_OK: return r->collapsed ? "COLLAPSED" : "ok";
+    switch (status) {
+    case BENCH_OK: return collapsed ? "COLLAPSED" : "ok";
     case BENCH_VERIFY_FAILED: return "VERIFY-FAILED";
     case BENCH_TIMEOUT: return "COLLAPSED(timeout)";
     case BENCH_CRASHED: return "CRASHED";
@@ -15,10 +16,26 @@ const char *report_status(const bench_record_t *r)
     }
 }
 
+const char *report_status(const bench_record_t *r)
+{
+    return report_status_name(r->median.status, r->collapsed);
+}
+
 static int by_rate_desc(const void *a, const void *b)
 {
     double x = record_rate(*(bench_record_t *const *)a), y = record_rate(*(bench_record_t *const *)b);
     return (x < y) - (x > y);
+}
+
+bench_record_t **report_rank(bench_record_t *recs, int n)
+{
+    bench_record_t **order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    if (!order)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        order[i] = &recs[i];
+    qsort(order, (size_t)n, sizeof *order, by_rate_desc);
+    return order;
 }
 
 static void fmt_rate(char *buf, size_t n, double mops)
@@ -48,10 +65,9 @@ void report_wait_us(char *buf, size_t n, double ns)
 
 void report_cell(FILE *f, bench_record_t *recs, int n, const char *title)
 {
-    bench_record_t **order = malloc((size_t)n * sizeof *order);
-    for (int i = 0; i < n; i++)
-        order[i] = &recs[i];
-    qsort(order, (size_t)n, sizeof *order, by_rate_desc);
+    bench_record_t **order = report_rank(recs, n);
+    if (!order)
+        return;
     bool energy = false;
     for (int i = 0; i < n; i++)
         energy |= order[i]->median.energy_j >= 0;
@@ -133,7 +149,8 @@ static void json_or_null(FILE *f, double v)
         fprintf(f, "null");
 }
 
-void report_json_waits(FILE *f, const bench_result_t *m)
+/* "wait_max_ns" and "wait_p999_ns" of m. */
+static void json_waits(FILE *f, const bench_result_t *m)
 {
     fprintf(f, "\"wait_max_ns\": ");
     json_or_null(f, m->wait_max_ns);
@@ -146,11 +163,11 @@ void report_json_figures(FILE *f, const bench_record_t *r)
     const bench_result_t *m = &r->median;
     fprintf(f, "\"ops_per_s\": %.1f, \"fairness\": %.4f, \"cpu_s_per_mop\": %.6f, ", record_rate(r),
             record_fairness(r), m->ops ? m->cpu_s / ((double)m->ops / 1e6) : 0.0);
-    report_json_waits(f, m);
+    json_waits(f, m);
 }
 
 int report_json_write(const char *path, const machine_t *m, const char *extra_json, int n,
-                      void (*record)(FILE *f, int i, const void *ctx), const void *ctx)
+                      report_record_fn record, const void *ctx)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -169,10 +186,30 @@ int report_json_write(const char *path, const machine_t *m, const char *extra_js
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* One record of report_json(). */
-static void json_record(FILE *f, int i, const void *ctx)
+int report_json_save(const char *name, const char *path, const machine_t *m, const char *extra_json, int n,
+                     report_record_fn record, const void *ctx)
 {
-    const bench_record_t *r = (const bench_record_t *)ctx + i;
+    if (report_json_write(path, m, extra_json, n, record, ctx) != 0) {
+        fprintf(stderr, "baton bench %s: cannot write %s: %s\n", name, path, strerror(errno));
+        return 1;
+    }
+    printf("\nwrote %s\n", path);
+    return 0;
+}
+
+void report_json_outcome(FILE *f, const bench_result_t *r, const char *status)
+{
+    fprintf(f, "\"verified\": %s, \"status\": ", r->status == BENCH_OK ? "true" : "false");
+    report_json_string(f, status);
+    if (r->message[0]) {
+        fprintf(f, ", \"message\": ");
+        report_json_string(f, r->message);
+    }
+}
+
+void report_json_record(FILE *f, int i, const void *recs)
+{
+    const bench_record_t *r = (const bench_record_t *)recs + i;
     double rate = record_rate(r);
     fprintf(f, "\"bench\": ");
     report_json_string(f, r->bench);
@@ -210,10 +247,4 @@ static void json_record(FILE *f, int i, const void *ctx)
     }
     if (r->json_more && r->json_more[0])
         fprintf(f, ", %s", r->json_more);
-}
-
-int report_json(const char *path, const machine_t *m, const char *extra_json, const bench_record_t *recs,
-                int n)
-{
-    return report_json_write(path, m, extra_json, n, json_record, recs);
 }

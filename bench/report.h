@@ -5,6 +5,10 @@
 #include "bench.h"
 #include "machine.h"
 
+/* Writes the JSON members of record i of ctx (no braces): the hook by
+ * which each command gives its records' own fields to the shared writer. */
+typedef void (*report_record_fn)(FILE *f, int i, const void *ctx);
+
 #define REPORT_MAX_PARAMS 8
 #define REPORT_MAX_RUNS 32
 
@@ -42,7 +46,14 @@ static inline double record_fairness(const bench_record_t *r)
                                     : 0.0;
 }
 
+/* The status word of a result: "ok" ("COLLAPSED" when collapsed),
+ * "VERIFY-FAILED", "COLLAPSED(timeout)", "CRASHED" or "ERROR". */
+const char *report_status_name(int status, bool collapsed);
 const char *report_status(const bench_record_t *r);
+
+/* recs[0..n) ranked by throughput, best first: an array of n pointers to
+ * free(), or NULL when out of memory. */
+bench_record_t **report_rank(bench_record_t *recs, int n);
 
 /* Print one cell (same parameters and thread count), ranked by throughput. */
 void report_cell(FILE *f, bench_record_t *recs, int n, const char *title);
@@ -57,15 +68,27 @@ typedef struct bench_cmd {
     /* The command's default list: those of its locks that this build lacks
      * are skipped with a note, where an explicit --locks must all open. */
     const char *default_locks;
+    /* Optional, for a command that measures something other than locks
+     * (barriers): what it calls one ("barrier"; NULL: "lock"), how its
+     * list expands (NULL: bench_expand_locks), and how a spec of it is
+     * checked, in place of opening it as a lock and cmd->check (0, or
+     * nonzero with a message in err; it may canonicalise spec). */
+    const char *noun;
+    int (*expand)(const char *list, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen);
+    int (*check_spec)(char spec[BENCH_SPEC_MAX], const void *ctx, char *err, size_t errlen);
+    bool line_rtt;      /* measure the cache-line round trip (machine_t), and show it */
     const int *threads; /* --threads */
     int nthreads;
     double duration_s;
     int repeat;
     const char *pin; /* --pin, already accepted by topo_pin_parse */
     /* The header line's own text: `header_params` after the thread counts
-     * (e.g. "; prefill 100"), `header_tail` after the cost of a unit of
-     * local work (e.g. "; via lock"); NULL for none. */
+     * (e.g. "; prefill 100"), `header_runs` in place of "<duration> s x
+     * <repeat> runs (median)", `header_tail` after the cost of a unit of
+     * local work (and the line round trip; e.g. "; via lock"); NULL for
+     * none (the default, for header_runs). */
     const char *header_params;
+    const char *header_runs;
     const char *header_tail;
     /* Optional: refuse a lock that opens but cannot run this command (0, or
      * nonzero with a message in err).  Called on each lock in list order,
@@ -106,9 +129,24 @@ int bench_check_specs(const bench_cmd_t *cmd, char specs[][BENCH_SPEC_MAX], int 
  * release. */
 int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out);
 
-/* At the end: write the JSON file if json_path (extra_json as in
- * report_json), say how many results failed, release what setup took, and
- * return the exit status (1 if anything failed, else 0). */
+/* The machine part of bench_cmd_setup(), for a command that measures
+ * something other than a lock list (out->specs stays NULL): calibrate the
+ * wait layer, describe the machine (line_rtt: with the cache-line round
+ * trip), work out the pin order of `pin` (as topo_pin_parse takes it) and
+ * the cost of local work, and fill out->base (threads unset).  Returns 0,
+ * or the exit status (2) after printing why; out then holds nothing to
+ * release. */
+int bench_setup_machine(bench_setup_t *out, const char *name, const char *pin, double duration_s,
+                        bool line_rtt);
+
+/* At the end: write the JSON file if json_path (report_json_save() of n
+ * records, each written by record(f, i, ctx)), say how many results failed,
+ * release what setup took, and return the exit status (1 if anything
+ * failed or the file could not be written, else 0). */
+int bench_cmd_finish_json(bench_setup_t *s, const char *json_path, const char *extra_json, int n,
+                          report_record_fn record, const void *ctx, int failed);
+
+/* bench_cmd_finish_json() of recs[0..nrecs) by report_json_record(). */
 int bench_cmd_finish(bench_setup_t *s, const char *json_path, const char *extra_json,
                      const bench_record_t *recs, int nrecs, int failed);
 
@@ -181,20 +219,29 @@ void report_json_string(FILE *f, const char *s);
 /* A wait in ns as µs for a table ("-" when negative: not available). */
 void report_wait_us(char *buf, size_t n, double ns);
 
-/* JSON members, no comma before or after: "wait_max_ns" and "wait_p999_ns"
- * of m (null when not available); report_json_figures() adds before them
- * the record's "ops_per_s", "fairness" and "cpu_s_per_mop". */
-void report_json_waits(FILE *f, const bench_result_t *m);
+/* JSON members, no comma before or after: the record's "ops_per_s",
+ * "fairness" and "cpu_s_per_mop", then "wait_max_ns" and "wait_p999_ns"
+ * (null when not available). */
 void report_json_figures(FILE *f, const bench_record_t *r);
 
 /* {"machine": ..., <extra_json>, "results": [{<record 0>}, ...]}: record(f,
- * i, ctx) writes the members of record i.  0, or -1 with errno. */
+ * i, ctx) writes the members of record i, one record a line.  0, or -1
+ * with errno. */
 int report_json_write(const char *path, const machine_t *m, const char *extra_json, int n,
-                      void (*record)(FILE *f, int i, const void *ctx), const void *ctx);
+                      report_record_fn record, const void *ctx);
 
-/* report_json_write() of recs[0..n), each with every figure it has. */
+/* report_json_write(), then "wrote PATH" on stdout, or "baton bench NAME:
+ * cannot write PATH: <why>" on stderr.  0, or 1 when it was not written. */
+int report_json_save(const char *name, const char *path, const machine_t *m, const char *extra_json, int n,
+                     report_record_fn record, const void *ctx);
 
-int report_json(const char *path, const machine_t *m, const char *extra_json, const bench_record_t *recs,
-                int n);
+/* A report_record_fn: the members of ((const bench_record_t *)recs)[i],
+ * every figure it has (then its json_more).  A command whose records carry
+ * more calls it from its own report_record_fn and adds them. */
+void report_json_record(FILE *f, int i, const void *recs);
+
+/* JSON members, no comma before or after: "verified" (status is BENCH_OK),
+ * "status" (the word given), and "message" when r has one. */
+void report_json_outcome(FILE *f, const bench_result_t *r, const char *status);
 
 #endif

@@ -8,7 +8,7 @@
  * critical section increments a counter, which is checked at the end.
  */
 #include "bench.h"
-#include "machine.h"
+#include "report.h"
 #include "topo.h"
 
 #include <baton/locks.h>
@@ -148,6 +148,37 @@ static double time_loop(void (*loop)(void *, uint64_t), void *arg, uint64_t n, i
     return t[repeat / 2];
 }
 
+/* One row: ns per pair through each way in; < 0 where there is none. */
+struct unc_row {
+    char lock[BENCH_SPEC_MAX];
+    double typed_ns, dynamic_ns, table_ns;
+};
+
+/* The row's three figures, where it has them (the typed API and a
+ * function table are not both there for any lock). */
+static void unc_print(const struct unc_row *x)
+{
+    if (x->typed_ns >= 0)
+        printf("%-24s %10.2f %10.2f %12.2f\n", x->lock, x->typed_ns, x->dynamic_ns,
+               x->dynamic_ns - x->typed_ns);
+    else
+        printf("%-24s %10s %10.2f\n", x->lock, "-", x->table_ns >= 0 ? x->table_ns : x->dynamic_ns);
+}
+
+/* One record of the JSON (a report_record_fn over the unc_row array). */
+static void unc_json_record(FILE *f, int i, const void *ctx)
+{
+    const struct unc_row *x = (const struct unc_row *)ctx + i;
+    fprintf(f, "\"bench\": \"uncontended\", \"lock\": ");
+    report_json_string(f, x->lock);
+    if (x->typed_ns >= 0)
+        fprintf(f, ", \"typed_ns\": %.3f", x->typed_ns);
+    if (x->dynamic_ns >= 0)
+        fprintf(f, ", \"dynamic_ns\": %.3f", x->dynamic_ns);
+    if (x->table_ns >= 0)
+        fprintf(f, ", \"table_ns\": %.3f", x->table_ns);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: baton bench uncontended [--iters N] [--repeat R] [--json FILE]\n");
@@ -184,28 +215,25 @@ int cmd_bench_uncontended(int argc, char **argv)
         fprintf(stderr, "baton bench uncontended: --iters >= 1000 and 1 <= --repeat <= 31\n");
         return 2;
     }
-    (void)baton_calibration();
+    bench_setup_t b;
+    if (bench_setup_machine(&b, "uncontended", "none", 0, false) != 0)
+        return 2;
     (void)topo_pin_self(0);
     const uint64_t n = (uint64_t)iters;
     long expected = 0;
-    FILE *jf = NULL;
-    if (json) {
-        jf = fopen(json, "w");
-        if (!jf) {
-            perror(json);
-            return 1;
-        }
-        machine_t m;
-        machine_describe(&m, false);
-        fprintf(jf, "{\n  \"machine\": ");
-        machine_json(jf, &m);
-        machine_free(&m);
-        fprintf(jf, ",\n  \"iters\": %ld, \"repeat\": %d,\n  \"results\": [", iters, repeat);
+    const bench_peer_t *peers;
+    const size_t np = bench_peers(&peers);
+    const size_t ntyped = sizeof typed / sizeof typed[0];
+    struct unc_row *rows = calloc(ntyped + 1 + np, sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "baton bench uncontended: out of memory\n");
+        bench_cmd_finish(&b, NULL, NULL, NULL, 0, 0);
+        return 2;
     }
-    int first = 1;
+    int nrows = 0;
     printf("uncontended lock+unlock, %ld pairs x %d (median), ns per pair\n\n", iters, repeat);
     printf("%-24s %10s %10s %12s\n", "lock", "typed", "dynamic", "dynamic-typed");
-    for (size_t k = 0; k < sizeof typed / sizeof typed[0]; k++) {
+    for (size_t k = 0; k < ntyped; k++) {
         _Alignas(BATON_CACHELINE) unsigned char mem[512];
         if (typed[k].init(mem) != 0)
             continue;
@@ -213,47 +241,44 @@ int cmd_bench_uncontended(int argc, char **argv)
         baton_lock_t *l = baton_lock_new(typed[k].name);
         if (!l)
             continue;
-        double dy = time_loop(loop_dynamic, l, n, repeat, &expected);
-        printf("%-24s %10.2f %10.2f %12.2f\n", baton_lock_spec(l), ty, dy, dy - ty);
-        if (jf) {
-            fprintf(jf,
-                    "%s\n    {\"bench\": \"uncontended\", \"lock\": \"%s\", \"typed_ns\": %.3f, "
-                    "\"dynamic_ns\": %.3f}",
-                    first ? "" : ",", baton_lock_spec(l), ty, dy);
-            first = 0;
-        }
+        struct unc_row *x = &rows[nrows++];
+        snprintf(x->lock, sizeof x->lock, "%s", baton_lock_spec(l));
+        x->typed_ns = ty;
+        x->dynamic_ns = time_loop(loop_dynamic, l, n, repeat, &expected);
+        x->table_ns = -1;
         baton_lock_free(l);
+        unc_print(x);
     }
     /* pthread and the peers: through a function table, like the dynamic API */
+    struct unc_row *x = &rows[nrows++];
+    snprintf(x->lock, sizeof x->lock, "pthread");
     baton_lock_t *pl = baton_lock_new("pthread");
-    double dy = time_loop(loop_dynamic, pl, n, repeat, &expected);
+    x->typed_ns = x->table_ns = -1;
+    x->dynamic_ns = time_loop(loop_dynamic, pl, n, repeat, &expected);
     baton_lock_free(pl);
-    printf("%-24s %10s %10.2f\n", "pthread", "-", dy);
-    if (jf)
-        fprintf(jf, ",\n    {\"bench\": \"uncontended\", \"lock\": \"pthread\", \"dynamic_ns\": %.3f}", dy);
-    const bench_peer_t *peers;
-    size_t np = bench_peers(&peers);
+    unc_print(x);
     for (size_t k = 0; k < np; k++) {
         struct peer_arg a = {&peers[k], peers[k].create()};
         if (!a.obj)
             continue;
-        double ns = time_loop(loop_peer, &a, n, repeat, &expected);
+        x = &rows[nrows++];
+        snprintf(x->lock, sizeof x->lock, "%s", peers[k].name);
+        x->typed_ns = x->dynamic_ns = -1;
+        x->table_ns = time_loop(loop_peer, &a, n, repeat, &expected);
         peers[k].destroy(a.obj);
-        printf("%-24s %10s %10.2f\n", peers[k].name, "-", ns);
-        if (jf)
-            fprintf(jf, ",\n    {\"bench\": \"uncontended\", \"lock\": \"%s\", \"table_ns\": %.3f}",
-                    peers[k].name, ns);
-    }
-    if (jf) {
-        fprintf(jf, "\n  ]\n}\n");
-        fclose(jf);
+        unc_print(x);
     }
     printf("\n'typed' calls the kind's own inline fast path; 'dynamic' goes through baton_lock()/\n"
            "baton_unlock(); pthread and peers are called through a function table, as the\n"
            "dynamic API is.\n");
+    int failed = 0;
     if (counter != expected) {
         printf("VERIFY FAILED: counter %ld, expected %ld\n", counter, expected);
-        return 1;
+        failed = 1;
     }
-    return 0;
+    char extra[64];
+    snprintf(extra, sizeof extra, "\"iters\": %ld, \"repeat\": %d", iters, repeat);
+    int rc = bench_cmd_finish_json(&b, json, extra, nrows, unc_json_record, rows, failed);
+    free(rows);
+    return rc;
 }

@@ -31,8 +31,8 @@
  * waiter saw the new value), and never before the signal was sent.
  */
 #include "bench.h"
-#include "machine.h"
 #include "progress.h"
+#include "report.h"
 #include "topo.h"
 #include "../src/wait/wait_internal.h" /* baton_now_ns, baton_clock_ns */
 
@@ -317,13 +317,7 @@ static bool wrec_ok(const wake_rec_t *x) { return x->r.status == BENCH_OK && x->
 
 static const char *wrec_status(const wake_rec_t *x)
 {
-    switch (x->r.status) {
-    case BENCH_OK: return "ok";
-    case BENCH_VERIFY_FAILED: return "VERIFY-FAILED";
-    case BENCH_TIMEOUT: return "TIMEOUT";
-    case BENCH_CRASHED: return "CRASHED";
-    default: return "ERROR";
-    }
+    return x->r.status == BENCH_TIMEOUT ? "TIMEOUT" : report_status_name(x->r.status, false);
 }
 
 static bool monitor_available(void)
@@ -408,10 +402,12 @@ static void print_target(const wake_rec_t *recs, int n, bool over, baton_wait_ki
            all ? "" : "; some delays have no result");
 }
 
-static void json_wake(FILE *f, const wake_rec_t *x)
+/* One record of the JSON (a report_record_fn over the wake_rec_t array). */
+static void wake_json_record(FILE *f, int i, const void *ctx)
 {
+    const wake_rec_t *x = (const wake_rec_t *)ctx + i;
     fprintf(f,
-            "  {\"bench\": \"wake\", \"policy\": \"%s\", \"delay_ns\": %" PRIu64
+            "\"bench\": \"wake\", \"policy\": \"%s\", \"delay_ns\": %" PRIu64
             ", \"oversubscribed\": %s, \"busy_threads\": %d, \"samples\": %" PRIu64,
             baton_wait_name(x->policy), x->delay_ns, x->over ? "true" : "false", x->busy, x->r.ops);
     if (wrec_ok(x)) {
@@ -425,18 +421,8 @@ static void json_wake(FILE *f, const wake_rec_t *x)
         else
             fprintf(f, ", \"bound_us\": null");
     }
-    fprintf(f, ", \"verified\": %s, \"status\": \"%s\"", x->r.status == BENCH_OK ? "true" : "false",
-            wrec_status(x));
-    if (x->r.message[0]) {
-        fprintf(f, ", \"message\": \"");
-        for (const char *c = x->r.message; *c; c++)
-            if (*c == '"' || *c == '\\')
-                fprintf(f, "\\%c", *c);
-            else if ((unsigned char)*c >= 0x20)
-                fputc(*c, f);
-        fputc('"', f);
-    }
-    fprintf(f, "}");
+    fprintf(f, ", ");
+    report_json_outcome(f, &x->r, wrec_status(x));
 }
 
 static void usage(FILE *f)
@@ -540,21 +526,18 @@ int cmd_bench_wake(int argc, char **argv)
     bool added = policies_given && (!want[BATON_WAIT_SPIN] || !want[BATON_WAIT_PARK]);
     want[BATON_WAIT_SPIN] = want[BATON_WAIT_PARK] = true; /* the bound */
 
-    (void)baton_calibration(); /* once, here: every child inherits it */
-    machine_t m;
-    machine_describe(&m, false);
-    const int cores = m.topo.ncpus > 0 ? m.topo.ncpus : 1;
+    bench_setup_t b;
+    if (bench_setup_machine(&b, "wake", "compact", 0, false) != 0)
+        return 2;
+    const int cores = b.cores, *order = b.order;
     /* CPU per thread: waiter, signaller, then the busy threads dealt to
      * every CPU but the signaller's. */
-    int *order = calloc((size_t)cores, sizeof *order);
     int *pins = calloc((size_t)cores + 2, sizeof *pins);
-    if (!order || !pins) {
-        free(order);
-        free(pins);
-        machine_free(&m);
+    if (!pins) {
+        fprintf(stderr, "baton bench wake: out of memory\n");
+        bench_cmd_finish(&b, NULL, NULL, NULL, 0, 0);
         return 2;
     }
-    topo_pin_order(&m.topo, TOPO_PIN_COMPACT, order, cores);
     const bool alone = cores > 1;
     pins[0] = order[0];
     pins[1] = order[alone ? 1 : 0];
@@ -579,9 +562,9 @@ int cmd_bench_wake(int argc, char **argv)
     const int modes = run_off + run_on;
     wake_rec_t *recs = calloc((size_t)modes * (size_t)ndelays * BATON_WAIT_KINDS, sizeof *recs);
     if (!recs) {
+        fprintf(stderr, "baton bench wake: out of memory\n");
         free(pins);
-        free(order);
-        machine_free(&m);
+        bench_cmd_finish(&b, NULL, NULL, NULL, 0, 0);
         return 2;
     }
     int nrecs = 0, failed = 0, nwant = 0;
@@ -676,31 +659,10 @@ int cmd_bench_wake(int argc, char **argv)
         fflush(stdout);
     }
 
-    int rc = failed ? 1 : 0;
-    if (json_path) {
-        FILE *f = fopen(json_path, "w");
-        if (f) {
-            fprintf(f, "{\"machine\": ");
-            machine_json(f, &m);
-            fprintf(f, ",\n \"samples\": %d, \"results\": [\n", samples);
-            for (int i = 0; i < nrecs; i++) {
-                json_wake(f, &recs[i]);
-                fprintf(f, "%s\n", i + 1 < nrecs ? "," : "");
-            }
-            fprintf(f, " ]}\n");
-        }
-        if (!f || fclose(f) != 0) {
-            fprintf(stderr, "baton bench wake: cannot write %s: %s\n", json_path, strerror(errno));
-            rc = 1;
-        } else {
-            printf("\nwrote %s\n", json_path);
-        }
-    }
-    if (failed)
-        printf("\n%d result(s) FAILED verification or did not run: see the status column\n", failed);
+    char extra[64];
+    snprintf(extra, sizeof extra, "\"samples\": %d", samples);
+    int rc = bench_cmd_finish_json(&b, json_path, extra, nrecs, wake_json_record, recs, failed);
     free(recs);
     free(pins);
-    free(order);
-    machine_free(&m);
     return rc;
 }
