@@ -6,7 +6,7 @@
 #include "commands.h"
 #include "launch.h"
 #include "../api/registry.h"
-#include "../base/join.h"
+#include "../preload/standin.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -34,46 +34,18 @@
 
 static const char *const class_env[] = {"BATON_LOCK", "BATON_RWLOCK", "BATON_SPIN"};
 static const char *const class_what[] = {"mutex", "rwlock", "spinlock"};
-/* What a kind needs to stand in for each pthread object (as the interposer
- * itself checks, src/preload/init.c). */
-static const unsigned class_need[] = {
-    BATON_CAP_LOCK | BATON_CAP_TRYLOCK,
-    BATON_CAP_LOCK | BATON_CAP_TRYLOCK | BATON_CAP_RW,
-    BATON_CAP_LOCK | BATON_CAP_TRYLOCK,
-};
-
-/* Can kind k stand in for class c?  elide(<kind>) stands in for an rwlock
- * too: the interposer wraps a mutex kind in rw() inside it. */
-static bool stands_in(const char *name, unsigned caps, cli_class_t c)
-{
-    return (caps & class_need[c]) == class_need[c] || (c == CLI_RWLOCK && strcmp(name, "elide") == 0);
-}
+/* What a kind needs to stand in for each pthread object (the interposer's
+ * own rule, src/preload/standin.h). */
+static const unsigned class_need[] = {PL_NEED_LOCK, PL_NEED_RWLOCK, PL_NEED_LOCK};
 
 const char *cli_class_env(cli_class_t c) { return class_env[c]; }
-
-static void interposable(char *buf, size_t size, cli_class_t c)
-{
-    const baton_kind_info_t *k;
-    size_t n = baton_kinds(&k);
-    buf[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        bool stock = strcmp(k[i].name, "pthread") == 0;
-        if (!stands_in(k[i].name, k[i].caps, c) && !stock)
-            continue;
-        if (!baton_join(buf, size, ", ", "%s%s", k[i].name,
-                        stock                             ? " (glibc's own)"
-                        : (k[i].caps & BATON_CAP_WRAPPER) ? "(<kind>)"
-                                                          : ""))
-            break;
-    }
-}
 
 int cli_check_spec(const char *prog, const char *option, cli_class_t c, const char *spec)
 {
     const baton_kind_t *k;
     baton_opts_t o;
     char canon[160], names[768];
-    interposable(names, sizeof names, c);
+    pl_standin_names(names, sizeof names, class_need[c], true);
     if (baton_spec_parse(spec, &k, &o, canon, sizeof canon) != 0) {
         fprintf(stderr, "%s: %s '%s': %s\n  interposable %s kinds: %s\n", prog, option, spec,
                 baton_last_error(), class_what[c], names);
@@ -89,12 +61,12 @@ int cli_check_spec(const char *prog, const char *option, cli_class_t c, const ch
         }
         baton_lock_free(probe);
     }
-    if (strcmp(k->name, "pthread") != 0 && !stands_in(k->name, k->caps, c)) {
+    if (!pl_stands_in(k->name, k->caps, class_need[c])) {
         fprintf(stderr,
-                "%s: %s '%s': kind '%s' cannot stand in for a pthread %s (it needs lock, trylock%s)\n"
+                "%s: %s '%s': kind '%s' cannot stand in for a pthread %s (it needs %s)\n"
                 "  interposable %s kinds: %s\n",
-                prog, option, spec, k->name, class_what[c], c == CLI_RWLOCK ? " and shared readers" : "",
-                class_what[c], names);
+                prog, option, spec, k->name, class_what[c], pl_need_words(class_need[c]), class_what[c],
+                names);
         return -1;
     }
     return 0;

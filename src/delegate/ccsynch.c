@@ -25,10 +25,11 @@
  * tail, or announced and awaiting its combiner; threads and nodes stay one
  * to one, plus the initial dummy tail (CC_GO).
  *
- * Each thread keeps its spare in its slot record (slots.h).  When the thread
- * exits, the record (with the spare, which no one else touches) is marked
- * free and the next new thread takes it over, so thread churn does not grow
- * the lock.  Every node is also on a list of all nodes, for destroy.
+ * Each thread keeps its spare in its slot record (slots.h), on the lock's
+ * list of records (reclist.h).  When the thread exits, the record (with the
+ * spare, which no one else touches) is marked free and the next new thread
+ * takes it over, so thread churn does not grow the lock.  Every node is
+ * also on a list of all nodes, for destroy.
  *
  * Waiting and waking.  A thread waits on its node as a helper wait (the
  * wait layer's baton_wait_helper_phase(): under spinpark it yields, since
@@ -59,6 +60,7 @@
  * The wait policy (default spinpark) is how a thread waits on its node.
  */
 #include "../base/cs.h"
+#include "../base/reclist.h"
 #include "../base/slots.h"
 #include "../base/kind.h"
 #include "../wait/wait_internal.h"
@@ -94,9 +96,8 @@ _Static_assert(sizeof(cc_node_t) == BATON_CACHELINE, "a CC-Synch node is one lin
 
 /* A thread's record for the lock. */
 typedef struct cc_slot {
-    _Atomic uint32_t owner; /* 1 while a live thread owns it, 0 free */
-    cc_node_t *spare;       /* the node for the owner's next operation */
-    struct cc_slot *next;   /* list of every record: set before the push, never changed */
+    baton_rec_t rec;  /* first: the owner flag and the list link (reclist.h) */
+    cc_node_t *spare; /* the node for the owner's next operation */
     /* The owner's combining sessions and the requests they ran, written
      * only by the owner (relaxed load+store), summed racily by cc_stats().
      * Here, on the owner's own line: lock-wide counters moved to each new
@@ -104,6 +105,8 @@ typedef struct cc_slot {
      * behind theirs, became visible only after that transfer. */
     _Atomic uint64_t sessions, ops;
 } __attribute__((aligned(BATON_CACHELINE))) cc_slot_t;
+
+_Static_assert(offsetof(cc_slot_t, rec) == 0, "the reclist header comes first");
 
 typedef struct cc_lock {
     _Alignas(BATON_CACHELINE) _Atomic(cc_node_t *) tail;
@@ -113,7 +116,7 @@ typedef struct cc_lock {
      * looked at before every store of a node's word. */
     _Atomic uint32_t sleepers;
     uint32_t help_limit;
-    _Atomic(cc_slot_t *) slot_list;
+    baton_reclist_t slot_list;
     _Atomic(cc_node_t *) node_list;
     baton_slot_owner_t slots;
 } cc_lock_t;
@@ -152,45 +155,25 @@ static cc_node_t *cc_new_node(cc_lock_t *l, uint32_t wait)
 /* --- records ----------------------------------------------------------------- */
 
 /* A thread's first operation on the lock: take over the record (and spare
- * node) of a thread that has exited, or make a new pair. */
+ * node) of a thread that has exited, or make a new pair.  The adopt's
+ * acquire makes the exited thread's last writes to the record and its spare
+ * happen before ours.  (On a thread's exit, baton_reclist_release() frees
+ * its record for the next thread: its spare is the node it last announced
+ * in, whose word it saw leave CC_WAIT, so nobody touches that node any more
+ * (see the ownership argument above), and record and spare go on
+ * together.) */
 static void *cc_make(baton_slot_owner_t *o)
 {
     cc_lock_t *l = lock_of(o);
-    /* Acquire pairs with the release CAS that pushed each record. */
-    for (cc_slot_t *s = baton_load(&l->slot_list, memory_order_acquire); s != NULL; s = s->next) {
-        uint32_t expected = 0;
-        /* A relaxed look first, then the CAS.  Its acquire pairs with the
-         * release store in cc_release(): the exited thread's last writes to
-         * the record and its spare happen before ours. */
-        if (baton_load(&s->owner, memory_order_relaxed) == 0 &&
-            baton_cas(&s->owner, &expected, 1u, memory_order_acquire, memory_order_relaxed))
-            return s;
-    }
-    cc_slot_t *s = cc_alloc(sizeof *s);
-    atomic_init(&s->owner, 1u);
+    baton_rec_t *old = baton_reclist_adopt(&l->slot_list);
+    if (old != NULL)
+        return old;
+    cc_slot_t *s = baton_reclist_new(sizeof *s, "a CC-Synch node");
     atomic_init(&s->sessions, 0u);
     atomic_init(&s->ops, 0u);
     s->spare = cc_new_node(l, CC_GO); /* reset to CC_WAIT before each use */
-    /* Relaxed read: the CAS below checks it. */
-    cc_slot_t *h = baton_load(&l->slot_list, memory_order_relaxed);
-    do
-        s->next = h;
-    /* Release: a maker or destroy that loads the list with acquire sees the
-     * initialised record. */
-    while (!baton_cas(&l->slot_list, &h, s, memory_order_release, memory_order_relaxed));
+    baton_reclist_push(&l->slot_list, &s->rec);
     return s;
-}
-
-/* The record's thread has exited.  Its spare is the node it last announced
- * in, whose word it saw leave CC_WAIT: nobody touches that node any more
- * (see the ownership argument above), so record and spare go to the next
- * thread. */
-static void cc_release(baton_slot_owner_t *o, void *record)
-{
-    (void)o;
-    cc_slot_t *s = record;
-    /* Release: pairs with the acquire CAS in cc_make(). */
-    baton_store(&s->owner, 0u, memory_order_release);
 }
 
 /* --- the algorithm -------------------------------------------------------------- */
@@ -333,14 +316,14 @@ static int cc_init(void *state, const baton_opts_t *o)
 {
     cc_lock_t *l = state;
     atomic_init(&l->sleepers, 0u);
-    atomic_init(&l->slot_list, NULL);
+    baton_reclist_init(&l->slot_list);
     atomic_init(&l->node_list, NULL);
     l->wait = o->wait;
     l->help_limit = (uint32_t)o->value[0];
     /* The dummy tail: CC_GO, so the first thread to arrive combines. */
     atomic_init(&l->tail, cc_new_node(l, CC_GO));
     l->slots.make = cc_make;
-    l->slots.release = cc_release;
+    l->slots.release = baton_reclist_release;
     return baton_slot_owner_register(&l->slots);
 }
 
@@ -361,15 +344,10 @@ static int cc_destroy(void *state)
         if (baton_load(&l->tail, memory_order_relaxed) == t)
             break;
     }
-    /* After this no exiting thread calls cc_release() on our records. */
+    /* After this no exiting thread releases one of our records. */
     baton_slot_owner_unregister(&l->slots);
-    /* Acquire pairs with the release CASes of cc_make() and cc_new_node(). */
-    cc_slot_t *s = baton_load(&l->slot_list, memory_order_acquire);
-    while (s != NULL) {
-        cc_slot_t *next = s->next;
-        free(s);
-        s = next;
-    }
+    baton_reclist_free(&l->slot_list);
+    /* Acquire pairs with the release CAS of cc_new_node(). */
     cc_node_t *n = baton_load(&l->node_list, memory_order_acquire);
     while (n != NULL) {
         cc_node_t *next = n->all;
@@ -390,8 +368,10 @@ static void cc_stats(void *state, baton_stats_t *out)
 {
     cc_lock_t *l = state;
     uint64_t sessions = 0, ops = 0;
-    /* Acquire pairs with the release CAS that pushed each record (cc_make). */
-    for (cc_slot_t *s = baton_load(&l->slot_list, memory_order_acquire); s != NULL; s = s->next) {
+    /* baton_reclist_first(): an acquire load, pairing with the push of each
+     * record.  The records are cc_slot_t's, whose header comes first. */
+    for (baton_rec_t *r = baton_reclist_first(&l->slot_list); r != NULL; r = baton_reclist_next(r)) {
+        const cc_slot_t *s = (const cc_slot_t *)(void *)r;
         /* Relaxed: a racy snapshot, as baton_lock_stats() documents. */
         sessions += baton_load(&s->sessions, memory_order_relaxed);
         ops += baton_load(&s->ops, memory_order_relaxed);

@@ -6,12 +6,12 @@
  *
  * State: a combiner lock (a 32-bit word taken with CAS from 0, a waited-on
  * word so that lock() callers can park on it) and a publication list of
- * records, one per (thread, lock), found through slots.h.  Records are only
- * ever added to the list, at its head; a thread that exits marks its record
- * free and a later thread takes it over, so the list is as long as the
- * largest number of threads that used the lock at once.  (The original
- * algorithm also unlinks records left idle for long; ours stay, since the
- * list never outgrows the threads that were live together.)
+ * records, one per (thread, lock), found through slots.h: a reclist.h list,
+ * so records are only ever added, at its head; a thread that exits marks
+ * its record free and a later thread takes it over, so the list is as long
+ * as the largest number of threads that used the lock at once.  (The
+ * original algorithm also unlinks records left idle for long; ours stay,
+ * since the list never outgrows the threads that were live together.)
  *
  * An operation: write fn, its argument (ctx, or an inline copy of up to
  * BATON_ARGS_MAX bytes) and the future into the record, then publish
@@ -37,13 +37,12 @@
  * where spinpark would spin, since the combiner may need its CPU).
  */
 #include "../base/cs.h"
+#include "../base/reclist.h"
 #include "../base/slots.h"
 #include "../base/kind.h"
 #include "../wait/wait_internal.h"
 
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Record states (the waited-on word). */
@@ -54,18 +53,18 @@ enum { FC_IDLE = 0, FC_PENDING = 1, FC_DONE = 2 };
 #define FC_PARK_TIMEOUT_NS 100000u
 
 typedef struct fc_rec {
+    baton_rec_t rec;        /* first: the owner flag and the list link (reclist.h) */
     _Atomic uint32_t state; /* FC_IDLE, FC_PENDING, FC_DONE (+ parked bit) */
-    _Atomic uint32_t owner; /* 1 while a live thread owns the record, 0 free */
     /* The request: written by the owner while the state is not pending,
      * read by a combiner only between seeing FC_PENDING and storing FC_DONE. */
     baton_fn fn;
     void *arg; /* ctx, or args below */
     baton_future_t *f;
-    struct fc_rec *next; /* list link: set before the record is pushed, never changed */
     _Alignas(16) unsigned char args[BATON_ARGS_MAX];
 } __attribute__((aligned(BATON_CACHELINE))) fc_rec_t;
 
 _Static_assert(sizeof(fc_rec_t) == BATON_CACHELINE, "a publication record is one line");
+_Static_assert(offsetof(fc_rec_t, rec) == 0, "the reclist header comes first");
 
 typedef struct fc_lock {
     /* Written by whoever takes or drops the combiner role, and the counters
@@ -74,7 +73,7 @@ typedef struct fc_lock {
     _Atomic uint64_t sessions;
     _Atomic uint64_t ops;
     /* Read-mostly. */
-    _Alignas(BATON_CACHELINE) _Atomic(fc_rec_t *) head;
+    _Alignas(BATON_CACHELINE) baton_reclist_t recs;
     baton_wait_t wait;
     uint32_t num_rep;
     uint32_t rep_threshold;
@@ -89,50 +88,25 @@ static fc_lock_t *lock_of(baton_slot_owner_t *o)
 
 /* --- records ----------------------------------------------------------------- */
 
+/* The list's records are fc_rec_t's, whose header comes first. */
+static fc_rec_t *fc_first(fc_lock_t *l) { return (fc_rec_t *)(void *)baton_reclist_first(&l->recs); }
+static fc_rec_t *fc_next(const fc_rec_t *r) { return (fc_rec_t *)(void *)baton_reclist_next(&r->rec); }
+
 /* A thread's first operation on the lock: take over a record whose thread
- * has exited, or push a new one. */
+ * has exited, or push a new one.  (On its exit, baton_reclist_release()
+ * frees it for the next thread: its last operation has run, since execute
+ * and delegate both wait for that, so nothing in it is pending and it can
+ * go on as it is.) */
 static void *fc_make(baton_slot_owner_t *o)
 {
     fc_lock_t *l = lock_of(o);
-    /* Acquire pairs with the release CAS that pushed each record, so its
-     * `next` is visible. */
-    for (fc_rec_t *r = baton_load(&l->head, memory_order_acquire); r != NULL; r = r->next) {
-        uint32_t expected = 0;
-        /* A relaxed look first (owned records are skipped without a write),
-         * then the CAS.  Its acquire pairs with the release store of 0 in
-         * fc_release(): what the exited thread wrote into the record happens
-         * before our own writes to it. */
-        if (baton_load(&r->owner, memory_order_relaxed) == 0 &&
-            baton_cas(&r->owner, &expected, 1u, memory_order_acquire, memory_order_relaxed))
-            return r;
-    }
-    fc_rec_t *r = aligned_alloc(BATON_CACHELINE, sizeof *r);
-    if (r == NULL) {
-        fprintf(stderr, "baton: out of memory for a flat combining record\n");
-        abort();
-    }
-    memset(r, 0, sizeof *r);
+    baton_rec_t *old = baton_reclist_adopt(&l->recs);
+    if (old != NULL)
+        return old;
+    fc_rec_t *r = baton_reclist_new(sizeof *r, "a flat combining record");
     atomic_init(&r->state, FC_IDLE);
-    atomic_init(&r->owner, 1u);
-    /* Relaxed read of the head: the CAS below checks it. */
-    fc_rec_t *h = baton_load(&l->head, memory_order_relaxed);
-    do
-        r->next = h;
-    /* Release: a combiner or maker that loads the head with acquire sees
-     * the initialised record and its link. */
-    while (!baton_cas(&l->head, &h, r, memory_order_release, memory_order_relaxed));
+    baton_reclist_push(&l->recs, &r->rec);
     return r;
-}
-
-/* The record's thread has exited.  Its last operation has run (execute and
- * delegate both wait for that), so nothing in it is pending and the record
- * can go to the next thread as it is. */
-static void fc_release(baton_slot_owner_t *o, void *record)
-{
-    (void)o;
-    fc_rec_t *r = record;
-    /* Release: pairs with the acquire CAS in fc_make(). */
-    baton_store(&r->owner, 0u, memory_order_release);
 }
 
 /* --- combining ------------------------------------------------------------------ */
@@ -163,9 +137,8 @@ static void fc_combine(fc_lock_t *l, fc_rec_t *mine)
     }
     for (uint32_t pass = 0; pass < l->num_rep && done < l->help_limit; pass++) {
         uint32_t ran = 0;
-        /* Acquire pairs with the release CAS of fc_make(). */
-        for (fc_rec_t *r = baton_load(&l->head, memory_order_acquire); r != NULL && done < l->help_limit;
-             r = r->next) {
+        /* fc_first(): an acquire load, pairing with the push of each record. */
+        for (fc_rec_t *r = fc_first(l); r != NULL && done < l->help_limit; r = fc_next(r)) {
             if (!fc_pending(r))
                 continue;
             fc_run(l, r);
@@ -314,13 +287,13 @@ static int fc_init(void *state, const baton_opts_t *o)
     atomic_init(&l->combiner, 0u);
     atomic_init(&l->sessions, 0u);
     atomic_init(&l->ops, 0u);
-    atomic_init(&l->head, NULL);
+    baton_reclist_init(&l->recs);
     l->wait = o->wait;
     l->num_rep = (uint32_t)o->value[0];
     l->rep_threshold = (uint32_t)o->value[1];
     l->help_limit = (uint32_t)o->value[2];
     l->slots.make = fc_make;
-    l->slots.release = fc_release;
+    l->slots.release = baton_reclist_release;
     return baton_slot_owner_register(&l->slots);
 }
 
@@ -338,20 +311,13 @@ static int fc_destroy(void *state)
     if (!fc_try_combiner(l))
         return EBUSY;
     /* No thread can have a request pending here (each waits for its own),
-     * but should one be, running it is the only safe way out.  Acquire
-     * pairs with the release CAS of fc_make(). */
-    for (fc_rec_t *r = baton_load(&l->head, memory_order_acquire); r != NULL; r = r->next)
+     * but should one be, running it is the only safe way out. */
+    for (fc_rec_t *r = fc_first(l); r != NULL; r = fc_next(r))
         if (fc_pending(r))
             fc_run(l, r);
-    /* After this no exiting thread calls fc_release() on our records. */
+    /* After this no exiting thread releases one of our records. */
     baton_slot_owner_unregister(&l->slots);
-    /* Acquire pairs with the release CAS of fc_make(). */
-    fc_rec_t *r = baton_load(&l->head, memory_order_acquire);
-    while (r != NULL) {
-        fc_rec_t *next = r->next;
-        free(r);
-        r = next;
-    }
+    baton_reclist_free(&l->recs);
     return 0;
 }
 

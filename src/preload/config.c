@@ -8,8 +8,8 @@
  * init.c, barrier.c and profile.c read the variables and call these.
  */
 #include "preload.h"
+#include "standin.h"
 #include "../api/registry.h"
-#include "../base/join.h"
 #include <baton/barrier.h>
 
 #include <errno.h>
@@ -20,19 +20,6 @@
 bool pl_config_flag(const char *value)
 {
     return value != NULL && value[0] != '\0' && strcmp(value, "0") != 0;
-}
-
-static void interposable_names(char *buf, size_t size, unsigned need)
-{
-    const baton_kind_info_t *k;
-    size_t n = baton_kinds(&k);
-    buf[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        if ((k[i].caps & need) != need && strcmp(k[i].name, "pthread") != 0)
-            continue;
-        if (!baton_join(buf, size, ", ", "%s", k[i].name))
-            break;
-    }
 }
 
 /* Give spinpark to every kind of s (the outer one, or a wrapper's inner
@@ -100,13 +87,13 @@ int pl_config_class_spec(pl_class_t *c, const baton_spec_t *parsed, const char *
      * ("mcs:spin") to get pure spinning.  Wrappers' inner kinds too. */
     park_by_default(&s);
     /* Readers elide too: elide(<kind>) stands in for an rwlock over a
-     * readers-writer inner kind, and a mutex kind is wrapped in rw() first. */
+     * readers-writer inner kind, and a mutex kind is wrapped in rw() first
+     * (so pl_stands_in() takes elide for rwlocks). */
     const baton_kind_t *k = s.node[0].kind;
     if ((need & BATON_CAP_RW) && k == &baton_kind_elide) {
         baton_spec_t rw_elided;
         if (elide_for_rwlock(&s, &rw_elided))
             s = rw_elided;
-        need &= ~(unsigned)BATON_CAP_RW; /* the inner kind is a readers-writer kind now */
     }
     /* The class keeps the canonical text: it is what BATON_VERBOSE and
      * baton_preload_info() show, and a wrapper's inner spec (which its
@@ -131,9 +118,9 @@ int pl_config_class_spec(pl_class_t *c, const baton_spec_t *parsed, const char *
             baton_lock_free(probe);
     }
     c->stock = strcmp(k->name, "pthread") == 0;
-    if (!c->stock && (k->caps & need) != need) {
+    if (!pl_stands_in(k->name, k->caps, need)) {
         char names[512];
-        interposable_names(names, sizeof names, need);
+        pl_standin_names(names, sizeof names, need, false);
         snprintf(err, errlen, "%s='%s': kind '%s' cannot stand in for a pthread %s; use one of: %s", c->env,
                  text, k->name, c->what, names);
         return -1;

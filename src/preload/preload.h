@@ -11,6 +11,7 @@
  *   init.c     start-up: configuration (BATON_LOCK, BATON_RWLOCK,
  *              BATON_SPIN, BATON_VERBOSE, BATON_PROFILE; config.c parses),
  *              fork, baton_preload_info()
+ *   standin.h  which kinds can stand in for each class (also the CLI's)
  *   slab.c     the state slabs, the in-place locks
  *   real.c     the real functions (dlsym RTLD_NEXT, on first need)
  *   deadline.c the polled timed waits (lock servers only)
