@@ -2,6 +2,7 @@
  * constructor, fork, and the query interface (see preload.h).  The slabs
  * are slab.c's, the real functions real.c's, the deadlines deadline.c's. */
 #include "preload.h"
+#include "standin.h"
 #include "../api/registry.h"
 #include <baton/preload.h>
 
@@ -105,11 +106,10 @@ static void configure(pl_class_t *c, const pl_setting_t *set, unsigned need)
 
 static void configure_classes(void)
 {
-    const unsigned lock = BATON_CAP_LOCK | BATON_CAP_TRYLOCK;
     const char *lock_value = getenv("BATON_LOCK");
     pl_setting_t mutex, set;
     parse(&pl_mutex_class, lock_value, PL_DEFAULT_LOCK, &mutex);
-    configure(&pl_mutex_class, &mutex, lock);
+    configure(&pl_mutex_class, &mutex, PL_NEED_LOCK);
 
     /* BATON_RWLOCK's default is PL_DEFAULT_RWLOCK; but when BATON_LOCK
      * elides, readers and writers elide too (pl_config_rwlock_derive()). */
@@ -120,10 +120,10 @@ static void configure_classes(void)
         set.text = derived;
     else
         parse(&pl_rwlock_class, rw, PL_DEFAULT_RWLOCK, &set);
-    configure(&pl_rwlock_class, &set, lock | BATON_CAP_RW);
+    configure(&pl_rwlock_class, &set, PL_NEED_RWLOCK);
 
     parse(&pl_spin_class, getenv("BATON_SPIN"), PL_DEFAULT_SPIN, &set);
-    configure(&pl_spin_class, &set, lock);
+    configure(&pl_spin_class, &set, PL_NEED_LOCK);
 
     /* OpenMP locks: BATON_OMP_LOCK, else what BATON_LOCK said (or the
      * default when it said nothing: PL_DEFAULT_OMP is PL_DEFAULT_LOCK). */
@@ -134,7 +134,7 @@ static void configure_classes(void)
         set = mutex;
     else
         parse(&pl_omp_class, NULL, PL_DEFAULT_OMP, &set);
-    configure(&pl_omp_class, &set, lock);
+    configure(&pl_omp_class, &set, PL_NEED_LOCK);
 }
 
 static void fork_prepare(void);
