@@ -576,23 +576,15 @@ int cmd_bench_matrix(int argc, char **argv)
             printf("worst: %s: no reference lock ran to the end\n", cells[worst].label);
     }
 
-    if (o.json) {
-        char extra[512];
-        snprintf(extra, sizeof extra,
-                 "\"plan\": \"%s\", \"duration_s\": %.3f, \"repeat\": %d, \"pin\": \"%s\", "
-                 "\"local_unit_ns\": %.4f, \"wait_sampling\": %d, \"cells\": %d, \"cells_run\": %d, "
-                 "\"time_boxed\": %s, \"wall_s\": %.1f, \"won\": %d, \"within_5pct\": %d, \"lost\": %d",
-                 pl->name, duration, repeat, o.pin, b.unit_ns, BENCH_WAIT_EVERY, ncells, ndone,
-                 shortened ? "true" : "false", wall, won, near, lost);
-        const struct mx_json j = {cells, outs, done};
-        if (report_json_write(o.json, &b.m, extra, ndone, json_cell, &j) != 0) {
-            perror(o.json);
-            failed++;
-        } else {
-            printf("wrote %s\n", o.json);
-        }
-    }
-    rc = bench_cmd_finish(&b, NULL, NULL, NULL, 0, failed);
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "\"plan\": \"%s\", \"duration_s\": %.3f, \"repeat\": %d, \"pin\": \"%s\", "
+             "\"local_unit_ns\": %.4f, \"wait_sampling\": %d, \"cells\": %d, \"cells_run\": %d, "
+             "\"time_boxed\": %s, \"wall_s\": %.1f, \"won\": %d, \"within_5pct\": %d, \"lost\": %d",
+             pl->name, duration, repeat, o.pin, b.unit_ns, BENCH_WAIT_EVERY, ncells, ndone,
+             shortened ? "true" : "false", wall, won, near, lost);
+    const struct mx_json j = {cells, outs, done};
+    rc = bench_cmd_finish_json(&b, o.json, extra, ndone, json_cell, &j, failed);
     free(cells);
     free(outs);
     free(done);
