@@ -29,6 +29,18 @@ int main(int argc,char**argv){ const char*spec=argc>1?argv[1]:NULL; double dur=a
   for(int i=0;i<T;i++) pthread_join(p[i],0);
   long mn=1L<<60,mx=0,tot=0; for(int i=0;i<T;i++){ if(nev[i]<mn)mn=nev[i]; if(nev[i]>mx)mx=nev[i]; tot+=nev[i]; }
   printf("%s: %.1f Mops/s fairness %.2f (min %ld max %ld)\n", spec?spec:"default", tot/tend*1e3, (double)mn/mx, mn, mx);
+  { /* global turns: merge the per-thread sorted lists */
+    long idx[T]={0}; long total=0; for(int i=0;i<T;i++) total+=nev[i];
+    double *turn=malloc(sizeof(double)*total); long nt=0; int cur=-1; uint64_t ts=0,last=0;
+    for(long k=0;k<total;k++){ int b=-1; uint64_t bt=~0ull; for(int i=0;i<T;i++) if(idx[i]<nev[i] && ev[i][idx[i]]<bt){bt=ev[i][idx[i]];b=i;}
+      if(b!=cur){ if(cur>=0) turn[nt++]=(double)(last-ts); cur=b; ts=bt; } last=bt; idx[b]++; }
+    if(cur>=0) turn[nt++]=(double)(last-ts);
+    int cmpd(const void*a,const void*b){double x=*(const double*)a,y=*(const double*)b;return (x>y)-(x<y);}
+    qsort(turn,nt,sizeof(double),cmpd); double sum=0,top=0; for(long k=0;k<nt;k++) sum+=turn[k]; for(long k=nt-nt/100;k<nt;k++) top+=turn[k];
+    long nlong=0; double slong=0; for(long k=0;k<nt;k++) if(turn[k]>500000){nlong++; slong+=turn[k];}
+    printf(" turns over 500 us: %ld, holding %.0f%% of the time\n", nlong, 100*slong/sum);
+    printf(" turns %ld: p50 %.1f us p90 %.1f p99 %.1f max %.1f us; the longest 1%% of turns hold %.0f%% of the time\n", nt, turn[nt/2]/1e3, turn[nt*9/10]/1e3, turn[nt*99/100]/1e3, turn[nt-1]/1e3, 100*top/sum);
+  }
   for(int i=0;i<T;i++){ /* first acquisition, longest gap and when, number of gaps > 5ms */
     uint64_t *e=ev[i]; long n=nev[i]; uint64_t first=n?e[0]:0, gmax=0, gat=0; int big=0; double held=0;
     for(long k=1;k<n;k++){ uint64_t g=e[k]-e[k-1]; if(g>gmax){gmax=g;gat=e[k-1];} if(g>5000000) big++; }
