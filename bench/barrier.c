@@ -327,16 +327,6 @@ static const bench_barrier_peer_t *find_peer(const char *name)
     return NULL;
 }
 
-static int add_spec(char specs[][BENCH_SPEC_MAX], int n, int max, const char *s)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(specs[i], s) == 0)
-            return n; /* no duplicates */
-    if (n < max)
-        snprintf(specs[n++], BENCH_SPEC_MAX, "%s", s);
-    return n;
-}
-
 /* The waits `all` adds to every kind, beside its default. */
 static const baton_wait_kind all_waits[] = {BATON_WAIT_SPIN, BATON_WAIT_SPINPARK, BATON_WAIT_PARK,
                                             BATON_WAIT_YIELD};
@@ -348,22 +338,30 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
         const baton_barrier_kind_info_t *k;
         size_t nk = baton_barrier_kinds(&k);
         for (size_t i = 0; i < nk; i++)
-            n = add_spec(specs, n, max, k[i].name);
+            n = bench_add_spec(specs, n, max, k[i].name);
         for (size_t i = 0; all && i < nk; i++)
             for (size_t w = 0; w < sizeof all_waits / sizeof all_waits[0]; w++)
                 if (k[i].waits & BATON_WAIT_BIT(all_waits[w])) {
                     char s[BENCH_SPEC_MAX];
                     snprintf(s, sizeof s, "%.60s:%.20s", k[i].name, baton_wait_name(all_waits[w]));
-                    n = add_spec(specs, n, max, s);
+                    n = bench_add_spec(specs, n, max, s);
                 }
     }
     if (all || strcmp(kw, "peers") == 0) {
         const bench_barrier_peer_t *peers;
         size_t np = bench_barrier_peers(&peers);
         for (size_t i = 0; i < np; i++)
-            n = add_spec(specs, n, max, peers[i].name);
+            n = bench_add_spec(specs, n, max, peers[i].name);
     }
     return n;
+}
+
+/* The barrier list's keywords: their specs appended, or -1 for another word. */
+static int barrier_keyword(const char *item, char specs[][BENCH_SPEC_MAX], int n, int max)
+{
+    if (!strcmp(item, "all") || !strcmp(item, "kinds") || !strcmp(item, "peers"))
+        return add_keyword(item, specs, n, max);
+    return -1;
 }
 
 /* Expand --barriers: comma-separated specs, where an item containing '='
@@ -372,47 +370,8 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
  * message (bench_cmd_t.expand). */
 static int expand_barriers(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen)
 {
-    int n = 0;
-    char pending[BENCH_SPEC_MAX] = "";
-    const char *p = arg;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        char item[BENCH_SPEC_MAX];
-        if (len >= sizeof item) {
-            snprintf(err, errlen, "barrier spec too long: '%.*s'", (int)len, p);
-            return -1;
-        }
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (pending[0] && strchr(item, '=')) {
-            size_t used = strlen(pending);
-            if (used + 1 + len >= sizeof pending) {
-                snprintf(err, errlen, "barrier spec too long: '%s,%s'", pending, item);
-                return -1;
-            }
-            pending[used] = ',';
-            memcpy(pending + used + 1, item, len + 1);
-        } else {
-            if (pending[0])
-                n = add_spec(specs, n, max, pending);
-            pending[0] = '\0';
-            if (!strcmp(item, "all") || !strcmp(item, "kinds") || !strcmp(item, "peers"))
-                n = add_keyword(item, specs, n, max);
-            else if (item[0])
-                snprintf(pending, sizeof pending, "%s", item);
-        }
-        p += len;
-        if (*p != ',')
-            break;
-        p++;
-    }
-    if (pending[0])
-        n = add_spec(specs, n, max, pending);
-    if (n == 0) {
-        snprintf(err, errlen, "no barriers named in '%s'", arg);
-        return -1;
-    }
-    return n;
+    static const bench_spec_list_t barriers = {"barrier", NULL, barrier_keyword};
+    return bench_split_specs(arg, &barriers, specs, max, err, errlen);
 }
 
 static void peer_names(char *buf, size_t size)

@@ -226,6 +226,25 @@ void bench_lock_close(bench_lock_t *l);
  * Returns the count, or -1 with a message. */
 int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen);
 
+/* specs[0..n) plus s, unless already there (at most max): the new count. */
+int bench_add_spec(char specs[][BENCH_SPEC_MAX], int n, int max, const char *s);
+
+/* What a list of specs (--locks, --barriers) calls its items, and its
+ * words: is_switch(pending, word) says whether `word` continues the spec
+ * `pending` although it has no '=' (NULL: only items with '=' continue);
+ * keyword(item, specs, n, max) appends a keyword's specs and returns the
+ * new count, or -1 when `item` is not a keyword. */
+typedef struct bench_spec_list {
+    const char *noun; /* "lock": "lock spec too long", "no locks named" */
+    bool (*is_switch)(const char *pending, const char *word);
+    int (*keyword)(const char *item, char specs[][BENCH_SPEC_MAX], int n, int max);
+} bench_spec_list_t;
+
+/* Split a comma-separated list as bench_expand_locks() describes, by how's
+ * rules.  Returns the count, or -1 with a message. */
+int bench_split_specs(const char *arg, const bench_spec_list_t *how, char specs[][BENCH_SPEC_MAX], int max,
+                      char *err, size_t errlen);
+
 /* --- the runner ------------------------------------------------------------ */
 
 enum {

@@ -108,7 +108,7 @@ void bench_lock_close(bench_lock_t *l)
     memset(l, 0, sizeof *l);
 }
 
-static int add_spec(char specs[][BENCH_SPEC_MAX], int n, int max, const char *s)
+int bench_add_spec(char specs[][BENCH_SPEC_MAX], int n, int max, const char *s)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(specs[i], s) == 0)
@@ -136,7 +136,7 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
     if (all || strcmp(kw, "kinds") == 0) {
         for (size_t i = 0; i < nk; i++)
             if (keyword_lists(&kinds[i]))
-                n = add_spec(specs, n, max, kinds[i].name);
+                n = bench_add_spec(specs, n, max, kinds[i].name);
         if (all) {
             /* The spinpark variant of every kind whose default spins, so
              * one table shows what parking buys under oversubscription. */
@@ -146,7 +146,7 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
                     (!strcmp(d, "spin") || !strcmp(d, "backoff") || !strcmp(d, "yield"))) {
                     char s[BENCH_SPEC_MAX];
                     snprintf(s, sizeof s, "%.80s:spinpark", kinds[i].name);
-                    n = add_spec(specs, n, max, s);
+                    n = bench_add_spec(specs, n, max, s);
                 }
             }
         }
@@ -155,7 +155,7 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
             if (!keyword_lists(&kinds[i]))
                 continue;
             if (!(kinds[i].caps & BATON_CAP_WAIT)) {
-                n = add_spec(specs, n, max, kinds[i].name);
+                n = bench_add_spec(specs, n, max, kinds[i].name);
                 continue;
             }
             for (unsigned w = 0; w < BATON_WAIT_KINDS; w++) {
@@ -163,7 +163,7 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
                     continue;
                 char s[BENCH_SPEC_MAX];
                 snprintf(s, sizeof s, "%.60s:%.20s", kinds[i].name, baton_wait_name((baton_wait_kind)w));
-                n = add_spec(specs, n, max, s);
+                n = bench_add_spec(specs, n, max, s);
             }
         }
     }
@@ -175,7 +175,7 @@ static int add_keyword(const char *kw, char specs[][BENCH_SPEC_MAX], int n, int 
         size_t np = bench_peers(&peers);
         for (size_t i = 0; i < np; i++)
             if ((peers[i].rlock != NULL) == rw)
-                n = add_spec(specs, n, max, peers[i].name);
+                n = bench_add_spec(specs, n, max, peers[i].name);
     }
     return n;
 }
@@ -202,7 +202,8 @@ static bool is_switch_of(const char *spec, const char *word)
     return false;
 }
 
-int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen)
+int bench_split_specs(const char *arg, const bench_spec_list_t *how, char specs[][BENCH_SPEC_MAX], int max,
+                      char *err, size_t errlen)
 {
     int n = 0;
     char item[BENCH_SPEC_MAX];
@@ -211,26 +212,26 @@ int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, c
     for (;;) {
         size_t len = strcspn(p, ",");
         if (len >= sizeof item) {
-            snprintf(err, errlen, "lock spec too long: '%.*s'", (int)len, p);
+            snprintf(err, errlen, "%s spec too long: '%.*s'", how->noun, (int)len, p);
             return -1;
         }
         memcpy(item, p, len);
         item[len] = '\0';
-        if (pending[0] && (strchr(item, '=') || is_switch_of(pending, item))) {
+        if (pending[0] && (strchr(item, '=') || (how->is_switch && how->is_switch(pending, item)))) {
             size_t used = strlen(pending);
             if (used + 1 + len >= sizeof pending) {
-                snprintf(err, errlen, "lock spec too long: '%s,%s'", pending, item);
+                snprintf(err, errlen, "%s spec too long: '%s,%s'", how->noun, pending, item);
                 return -1;
             }
             pending[used] = ',';
             memcpy(pending + used + 1, item, len + 1);
         } else {
             if (pending[0])
-                n = add_spec(specs, n, max, pending);
+                n = bench_add_spec(specs, n, max, pending);
             pending[0] = '\0';
-            if (!strcmp(item, "all") || !strcmp(item, "kinds") || !strcmp(item, "peers") ||
-                !strcmp(item, "rwpeers") || !strcmp(item, "allwaits"))
-                n = add_keyword(item, specs, n, max);
+            int k = how->keyword(item, specs, n, max);
+            if (k >= 0)
+                n = k;
             else if (item[0])
                 snprintf(pending, sizeof pending, "%s", item);
         }
@@ -240,10 +241,25 @@ int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, c
         p++;
     }
     if (pending[0])
-        n = add_spec(specs, n, max, pending);
+        n = bench_add_spec(specs, n, max, pending);
     if (n == 0) {
-        snprintf(err, errlen, "no locks named in '%s'", arg);
+        snprintf(err, errlen, "no %ss named in '%s'", how->noun, arg);
         return -1;
     }
     return n;
+}
+
+/* The lock list's keywords: their specs appended, or -1 for another word. */
+static int lock_keyword(const char *item, char specs[][BENCH_SPEC_MAX], int n, int max)
+{
+    if (!strcmp(item, "all") || !strcmp(item, "kinds") || !strcmp(item, "peers") ||
+        !strcmp(item, "rwpeers") || !strcmp(item, "allwaits"))
+        return add_keyword(item, specs, n, max);
+    return -1;
+}
+
+int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen)
+{
+    static const bench_spec_list_t locks = {"lock", is_switch_of, lock_keyword};
+    return bench_split_specs(arg, &locks, specs, max, err, errlen);
 }
