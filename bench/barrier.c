@@ -364,15 +364,10 @@ static int barrier_keyword(const char *item, char specs[][BENCH_SPEC_MAX], int n
     return -1;
 }
 
-/* Expand --barriers: comma-separated specs, where an item containing '='
+/* --barriers: comma-separated specs, where an item containing '='
  * continues the previous spec ("twolevel:spin,fanout=4" is one), and the
- * keywords all, kinds, peers; at most max.  Returns the count, or -1 with a
- * message (bench_cmd_t.expand). */
-static int expand_barriers(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen)
-{
-    static const bench_spec_list_t barriers = {"barrier", NULL, barrier_keyword};
-    return bench_split_specs(arg, &barriers, specs, max, err, errlen);
-}
+ * keywords all, kinds, peers. */
+static const bench_spec_list_t barrier_list = {"barrier", NULL, barrier_keyword};
 
 static void peer_names(char *buf, size_t size)
 {
@@ -628,8 +623,7 @@ int cmd_bench_barrier(int argc, char **argv)
     const bench_cmd_t cmd = {.name = "barrier",
                              .locks = bo.list,
                              .default_locks = bar_default_list,
-                             .noun = "barrier",
-                             .expand = expand_barriers,
+                             .list = &barrier_list,
                              .check_spec = check_barrier,
                              .line_rtt = true, /* the limit's line round trip */
                              .threads = threads,

@@ -240,6 +240,9 @@ typedef struct bench_spec_list {
     int (*keyword)(const char *item, char specs[][BENCH_SPEC_MAX], int n, int max);
 } bench_spec_list_t;
 
+/* The rules of --locks (bench_expand_locks()). */
+extern const bench_spec_list_t bench_lock_list;
+
 /* Split a comma-separated list as bench_expand_locks() describes, by how's
  * rules.  Returns the count, or -1 with a message. */
 int bench_split_specs(const char *arg, const bench_spec_list_t *how, char specs[][BENCH_SPEC_MAX], int max,

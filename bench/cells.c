@@ -75,7 +75,8 @@ int bench_setup_machine(bench_setup_t *out, const char *name, const char *pin_ar
 int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
 {
     memset(out, 0, sizeof *out);
-    const char *noun = cmd->noun ? cmd->noun : "lock";
+    const bench_spec_list_t *list = cmd->list ? cmd->list : &bench_lock_list;
+    const char *noun = list->noun;
     for (int i = 0; i < cmd->nthreads; i++)
         if (cmd->threads[i] < 1) {
             fprintf(stderr, "baton bench %s: thread counts must be at least 1\n", cmd->name);
@@ -88,8 +89,8 @@ int bench_cmd_setup(const bench_cmd_t *cmd, bench_setup_t *out)
         fprintf(stderr, "baton bench %s: out of memory\n", cmd->name);
         return 2;
     }
-    int nspecs = (cmd->expand ? cmd->expand : bench_expand_locks)(
-        cmd->locks ? cmd->locks : cmd->default_locks, specs, BENCH_MAX_LOCKS, err, sizeof err);
+    int nspecs = bench_split_specs(cmd->locks ? cmd->locks : cmd->default_locks, list, specs, BENCH_MAX_LOCKS,
+                                   err, sizeof err);
     if (nspecs < 0) {
         fprintf(stderr, "baton bench %s: %s\n", cmd->name, err);
         free(specs);

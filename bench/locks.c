@@ -258,8 +258,9 @@ static int lock_keyword(const char *item, char specs[][BENCH_SPEC_MAX], int n, i
     return -1;
 }
 
+const bench_spec_list_t bench_lock_list = {"lock", is_switch_of, lock_keyword};
+
 int bench_expand_locks(const char *arg, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen)
 {
-    static const bench_spec_list_t locks = {"lock", is_switch_of, lock_keyword};
-    return bench_split_specs(arg, &locks, specs, max, err, errlen);
+    return bench_split_specs(arg, &bench_lock_list, specs, max, err, errlen);
 }

@@ -69,12 +69,11 @@ typedef struct bench_cmd {
      * are skipped with a note, where an explicit --locks must all open. */
     const char *default_locks;
     /* Optional, for a command that measures something other than locks
-     * (barriers): what it calls one ("barrier"; NULL: "lock"), how its
-     * list expands (NULL: bench_expand_locks), and how a spec of it is
-     * checked, in place of opening it as a lock and cmd->check (0, or
-     * nonzero with a message in err; it may canonicalise spec). */
-    const char *noun;
-    int (*expand)(const char *list, char specs[][BENCH_SPEC_MAX], int max, char *err, size_t errlen);
+     * (barriers): its list's rules, which name what it calls one (NULL:
+     * bench_lock_list), and how a spec of it is checked, in place of
+     * opening it as a lock and cmd->check (0, or nonzero with a message in
+     * err; it may canonicalise spec). */
+    const bench_spec_list_t *list;
     int (*check_spec)(char spec[BENCH_SPEC_MAX], const void *ctx, char *err, size_t errlen);
     bool line_rtt;      /* measure the cache-line round trip (machine_t), and show it */
     const int *threads; /* --threads */
