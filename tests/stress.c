@@ -175,7 +175,11 @@ static void print(const char *spec, int threads, const harness_result_t *r)
 
 /* Every thread count on one spec: the failed runs.  A spec whose timed
  * lock works must have timed out somewhere (the deadlines are short enough
- * that it does under contention); one that answered ENOTSUP is exempt. */
+ * that it does under contention); one that answered ENOTSUP is exempt, and
+ * so is a spec that made too few timed attempts for that to be expected
+ * (a chaos build on a loaded machine: qd:spinpark once made 18 in 90 ms;
+ * the lying lock of --broken-timed makes tens of thousands). */
+#define TIMED_MIN 200u
 static int run_spec(const char *spec, const int *threads, int nthreads, int millis, int *runs)
 {
     int failed = 0;
@@ -194,7 +198,7 @@ static int run_spec(const char *spec, const int *threads, int nthreads, int mill
         timed += r.timeouts + r.timed_ok;
         unsupported |= r.timed_unsupported;
     }
-    if (!unsupported && timed > 0 && timeouts == 0) {
+    if (!unsupported && timed >= TIMED_MIN && timeouts == 0) {
         printf("%-24s FAIL: %llu timed locks and none timed out\n", spec, (unsigned long long)timed);
         failed++;
     }
