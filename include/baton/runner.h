@@ -9,8 +9,9 @@
  * State (one cache line):
  *   word   0 when free, else the owner's token (baton/token.h)
  *   flags  what the heir asks of the owner's unlock (below); 0 nearly always
- *   count  releases, written only by the owner (the heir reads it to tell an
- *          owner that loops on the lock from one inside a long section)
+ *   count  releases while anyone waits (flag WATCH), written only by the
+ *          owner (waiters read it to tell an owner that loops on the lock
+ *          from one inside a long section)
  *   tail   MCS-style queue of waiters
  *   heir   the queue head's node while it waits: the one waiter that may
  *          spin; everyone behind it sleeps
@@ -43,12 +44,15 @@
  * spinning for it when the owner handed it over.  trylock succeeds whenever
  * the lock is free.
  *
- * Release: if no flag is up, a plain store of 0 (and the count), after
- * checking that the caller owns the lock (else EPERM; baton_runner_release
- * skips the check, for mutexes that any thread may unlock).  So an
- * uncontended lock+unlock costs one atomic read-modify-write.  The owner's
- * look at `flags` and the heir's announcement can cross; an announced
- * sleep is therefore bounded by a timeout (one tenure), which is what a
+ * Release: if no flag is up, a plain store of 0, after checking that the
+ * caller owns the lock (else EPERM; baton_runner_release skips the check,
+ * for mutexes that any thread may unlock).  So an uncontended lock+unlock
+ * costs one atomic read-modify-write, a load and a store.  While a thread
+ * waits (flag WATCH: raised by a waiter past its short spin, dropped by
+ * the owner's periodic check once nobody is queued) the release also
+ * counts, and every BATON_RUNNER_CHECK_EVERY releases it checks the heir's
+ * deadline.  The owner's look at `flags` and the heir's announcement can
+ * cross; an announced sleep is therefore bounded by a timeout (one tenure), which is what a
  * crossing can cost, once: never a lost wake-up.
  *
  * Owner: tracked (EPERM).  Order: barging, with FIFO among the queued; a
@@ -73,6 +77,11 @@ struct baton_qnode;
 /* Set by a timed waiter that gave up: nodes wait in `zombies` for the next
  * slow release to recycle them (runner.c). */
 #define BATON_RUNNER_ZOMBIE 4u
+/* Raised by a waiter that did not get the lock within its short spin, and
+ * by every queued one: count releases (the waiters' hint that the owner
+ * loops) and check the heir's deadline now and then.  Dropped by that
+ * check once no thread is queued. */
+#define BATON_RUNNER_WATCH 8u
 
 typedef struct baton_runner {
     _Alignas(BATON_CACHELINE) _Atomic uintptr_t word;
@@ -134,10 +143,17 @@ static inline int baton_runner_release(baton_runner_t *l)
 {
     /* Relaxed: the heir's requests are hints to act on now; one that
      * crosses this look costs the heir at most its bounded sleep (above). */
-    if (BATON_UNLIKELY(baton_load(&l->flags, memory_order_relaxed) != 0))
+    uint32_t f = baton_load(&l->flags, memory_order_relaxed);
+    if (BATON_LIKELY(f == 0)) {
+        /* Nobody waits.  Release pairs with the acquiring CAS of the next
+         * owner. */
+        baton_store(&l->word, 0, memory_order_release);
+        return 0;
+    }
+    if (BATON_UNLIKELY(f != BATON_RUNNER_WATCH))
         return baton_runner_release_slow(l);
     /* Relaxed load and store, not an atomic increment: only the owner
-     * writes the count; the heir reads it racily, as a hint. */
+     * writes the count; waiters read it racily, as a hint. */
     uint32_t c = baton_load(&l->count, memory_order_relaxed) + 1u;
     baton_store(&l->count, c, memory_order_relaxed);
     if (BATON_UNLIKELY(c % BATON_RUNNER_CHECK_EVERY == 0))

@@ -23,7 +23,8 @@
  *   - the thread that leaves the queue head (it acquired) promotes its
  *     successor: RUN_WAIT -> RUN_HEAD, with a futex wake if it slept, or,
  *     in the tenure regime, asleep (RUN_HEAD | BATON_WAIT_PARKED, no wake);
- *   - the owner's check (every BATON_RUNNER_CHECK_EVERY releases) wakes a
+ *   - the owner's check (every BATON_RUNNER_CHECK_EVERY releases while
+ *     flag WATCH is up, which it is whenever a thread is queued) wakes a
  *     heir that sleeps unannounced, a wake-up latency before its deadline;
  *   - an owner's slow release wakes a heir that announced its sleep;
  *   - timeouts bound every sleep, the safety net for a crossing and for an
@@ -236,6 +237,21 @@ static void zombie_push(baton_runner_t *l, baton_qnode_t *first, baton_qnode_t *
     /* Relaxed: a request for a slow release; the list is ordered by the
      * exchange above. */
     baton_fetch_or(&l->flags, BATON_RUNNER_ZOMBIE, memory_order_relaxed);
+}
+
+/* A waiter asks the owner's release to count (the hint that tells an owner
+ * that loops from one inside a long section) and to check the heir's
+ * deadline: flag WATCH.  A look first, so that a flag already up costs a
+ * read, not a write to the owner's line.  seq_cst, with the queue's
+ * exchange before it (lock_slow()) and with the owner's side in
+ * baton_runner_release_check(): either the owner sees our node in the
+ * tail, or we see that it dropped the flag; so a queued waiter is never
+ * left without the check.  For an arriving waiter (not queued yet) a
+ * flag dropped meanwhile costs only the hint, until it queues. */
+static void watch(baton_runner_t *l)
+{
+    if (!(baton_load(&l->flags, memory_order_seq_cst) & BATON_RUNNER_WATCH))
+        baton_fetch_or(&l->flags, BATON_RUNNER_WATCH, memory_order_seq_cst);
 }
 
 int baton_runner_destroy(baton_runner_t *l)
@@ -631,6 +647,11 @@ static int arrive(baton_runner_t *l, uintptr_t self, const baton_deadline_t *d)
     }
     if (!baton_wait_may_park(&l->wait))
         return ARRIVE_QUEUE; /* queue and wait by the policy */
+    /* A short section did not end: from here on the release count tells
+     * us whether the owner loops.  (Not earlier: most collisions end
+     * within the spin, and the flag is one more write to the owner's
+     * line.) */
+    watch(l);
     /* Still held, by threads that take turns, or by an owner that is off
      * its CPU: keep polling, but give the CPU away between polls, for a
      * while (a yield is long enough for "free" to mean free). */
@@ -670,9 +691,10 @@ static int lock_slow(baton_runner_t *l, uintptr_t self, const baton_deadline_t *
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&n->state, RUN_WAIT, memory_order_relaxed);
     atomic_store_explicit(&n->stamp, 0, memory_order_relaxed);
-    /* acq_rel: release publishes our node's initialisation to the
-     * predecessor that will link and promote it. */
-    baton_qnode_t *pred = baton_xchg(&l->tail, n, memory_order_acq_rel);
+    /* Release publishes our node's initialisation to the predecessor that
+     * will link and promote it; seq_cst for watch() below. */
+    baton_qnode_t *pred = baton_xchg(&l->tail, n, memory_order_seq_cst);
+    watch(l); /* queued: the flag must be up (see watch()) */
     uint64_t since = 0;
     if (pred) {
         baton_store(&pred->next, n, memory_order_release);
@@ -776,6 +798,16 @@ int baton_runner_release_check(baton_runner_t *l)
     uint32_t cpu = (uint32_t)sched_getcpu();
     if (baton_load(&l->owner_cpu, memory_order_relaxed) != cpu)
         baton_store(&l->owner_cpu, cpu, memory_order_relaxed);
+    if (h == NULL && baton_load(&l->tail, memory_order_relaxed) == NULL) {
+        /* Nobody queued: stop counting, until a waiter raises the flag
+         * again.  seq_cst, with the tail's load after it: pairs with the
+         * queue's exchange and the look in watch(); a waiter that queued
+         * meanwhile either sees the flag gone and raises it, or we see its
+         * node here and raise it back. */
+        baton_fetch_and(&l->flags, ~BATON_RUNNER_WATCH, memory_order_seq_cst);
+        if (baton_load(&l->tail, memory_order_seq_cst) != NULL)
+            baton_fetch_or(&l->flags, BATON_RUNNER_WATCH, memory_order_relaxed);
+    }
     if (h != NULL && baton_now_ns() + wake_ns() >= baton_load(&l->deadline, memory_order_relaxed)) {
         /* The heir's tenure deadline is a wake-up latency away.  If it
          * sleeps (unannounced: it saw us loop), wake it, so that it spins
