@@ -18,17 +18,22 @@
  * policies are run here only for mutual exclusion under the same pattern.
  *
  * The test also checks a NORMAL-mutex pattern: a lock taken by one thread
- * can be released by another (baton's release op), and then taken again.
+ * can be released by another (baton's release op), and then taken again;
+ * and the runner's WATCH flag (baton/runner.h): up while a thread is
+ * queued, and gone again once nobody waits, so that the uncontended
+ * release is back to its shortest path.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <baton/baton.h>
+#include <baton/runner.h>
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +232,61 @@ static void released_by_another(void)
     baton_lock_free(l);
 }
 
+static void *lock_unlock(void *arg)
+{
+    baton_runner_t *l = arg;
+    baton_runner_lock(l);
+    baton_runner_unlock(l);
+    return NULL;
+}
+
+static uint32_t runner_flags(baton_runner_t *l)
+{
+    /* Relaxed: the test reads a hint the lock itself reads relaxed. */
+    return atomic_load_explicit(&l->flags, memory_order_relaxed);
+}
+
+/* WATCH: a queued waiter keeps it up; the owner's periodic check drops it
+ * once nobody is queued. */
+static void watch_flag(void)
+{
+    baton_wait_t w;
+    CHECK(baton_wait_init(&w, BATON_WAIT_SPINPARK) == 0, "spinpark");
+    baton_runner_t l;
+    CHECK(baton_runner_init(&l, &w, 1000000000u) == 0, "runner init"); /* tenure 1 s: no demand */
+    CHECK(runner_flags(&l) == 0, "a new lock has no flag up");
+    for (int round = 0; round < 5; round++) {
+        baton_runner_lock(&l);
+        pthread_t t;
+        pthread_create(&t, NULL, lock_unlock, &l);
+        struct timespec start;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        bool queued = false, up = false;
+        for (;;) {
+            /* Relaxed: a look at the queue's tail, as the owner's check makes. */
+            queued = queued || atomic_load_explicit(&l.tail, memory_order_relaxed) != NULL;
+            up = queued && (runner_flags(&l) & BATON_RUNNER_WATCH) != 0;
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (up || now.tv_sec - start.tv_sec > ASLEEP_DEADLINE_S)
+                break;
+            sleep_ns(100000);
+        }
+        CHECK(queued, "round %d: the waiter queued", round);
+        CHECK(up, "round %d: WATCH is up while a waiter is queued", round);
+        baton_runner_unlock(&l);
+        pthread_join(t, NULL);
+        /* Nobody waits now: within one check period the flag goes. */
+        for (unsigned i = 0; i < 2 * BATON_RUNNER_CHECK_EVERY; i++) {
+            baton_runner_lock(&l);
+            baton_runner_unlock(&l);
+        }
+        CHECK(runner_flags(&l) == 0, "round %d: no flag up once nobody waits (flags %u)", round,
+              runner_flags(&l));
+    }
+    CHECK(baton_runner_destroy(&l) == 0, "runner destroy");
+}
+
 int main(int argc, char **argv)
 {
     pick_cpus();
@@ -244,6 +304,7 @@ int main(int argc, char **argv)
     run_policy("default:yield", 0);
     run_policy("default:backoff", 0);
     released_by_another();
+    watch_flag();
     if (failures)
         printf("FAIL: %d failures\n", failures);
     else
