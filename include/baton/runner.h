@@ -94,6 +94,7 @@ typedef struct baton_runner {
     uint32_t tenure_ns;                    /* 0: adaptive */
     _Atomic(struct baton_qnode *) zombies; /* nodes of timed waiters that gave up */
     baton_wait_t wait;
+    uint64_t stepped; /* the heir's deadline the owner last yielded for (owner only) */
 } baton_runner_t;
 
 /* tenure_ns 0: adaptive (see runner.c). */
