@@ -38,7 +38,11 @@
  * demands the lock (flags |= DEMAND) and spins; the next unlock then hands
  * the lock to it directly, but only while the heir's node says it spins.
  * A sleeping heir is woken instead, the lock is released, and the heir
- * competes when it runs.
+ * competes when it runs.  The heir is named (`heir`, with its deadline)
+ * when it is promoted, before it runs, so that an owner whose heir waits
+ * for the owner's own CPU knows it: once the heir is two wake-up
+ * latencies overdue without having demanded, the owner yields its CPU
+ * after one release.
  *
  * So after every unlock the lock is free, or owned by the heir that was
  * spinning for it when the owner handed it over.  trylock succeeds whenever
