@@ -279,18 +279,13 @@ static void watch_flag(void)
         baton_runner_lock(&l);
         pthread_t t;
         pthread_create(&t, NULL, lock_unlock, &l);
-        struct timespec start;
-        clock_gettime(CLOCK_MONOTONIC, &start);
+        time_t give_up = time(NULL) + ASLEEP_DEADLINE_S;
         bool queued = false, up = false;
-        for (;;) {
+        while (!up && time(NULL) <= give_up) {
+            sleep_ns(100000);
             /* Relaxed: a look at the queue's tail, as the owner's check makes. */
             queued = queued || atomic_load_explicit(&l.tail, memory_order_relaxed) != NULL;
             up = queued && (runner_flags(&l) & BATON_RUNNER_WATCH) != 0;
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if (up || now.tv_sec - start.tv_sec > ASLEEP_DEADLINE_S)
-                break;
-            sleep_ns(100000);
         }
         CHECK(queued, "round %d: the waiter queued", round);
         CHECK(up, "round %d: WATCH is up while a waiter is queued", round);

@@ -56,8 +56,8 @@
  * the owner's periodic check once nobody is queued) the release also
  * counts, and every BATON_RUNNER_CHECK_EVERY releases it checks the heir's
  * deadline.  The owner's look at `flags` and the heir's announcement can
- * cross; an announced sleep is therefore bounded by a timeout (one tenure), which is what a
- * crossing can cost, once: never a lost wake-up.
+ * cross; an announced sleep is therefore bounded by a timeout (one
+ * tenure), which is what a crossing can cost, once: never a lost wake-up.
  *
  * Owner: tracked (EPERM).  Order: barging, with FIFO among the queued; a
  * waiter at queue position k acquires within about k tenures.

@@ -369,20 +369,22 @@ static void promote(baton_runner_t *l, baton_qnode_t *n, bool silent)
             baton_store(&l->deadline, baton_now_ns() + tenure_of(l), memory_order_relaxed);
             /* Release pairs with the heir's acquire load in heir_wait(). */
             baton_store(&l->heir, next, memory_order_release);
-        }
-        if (silent && may_park) {
-            /* We took over from an owner that looped on the lock (its heir
-             * had to demand it): we will loop too, and not need the next
-             * heir for a tenure.  If it sleeps, promote it asleep: our
-             * deadline check wakes it when its tenure is due.  A wake now
-             * would only have it look, see us loop, and sleep again (and
-             * it would run on our CPU, off ours only once we slept). */
-            uint32_t st = RUN_WAIT | BATON_WAIT_PARKED;
-            /* Release: pairs with the successor's acquire load of its state. */
-            if (baton_cas(&next->state, &st, RUN_HEAD | BATON_WAIT_PARKED, memory_order_release,
-                          memory_order_relaxed))
-                break;
-            /* Awake (or gone): promote it as below. */
+            if (silent) {
+                /* We took over from an owner that looped on the lock (its
+                 * heir had to demand it): we will loop too, and not need
+                 * the next heir for a tenure.  If it sleeps, promote it
+                 * asleep: our deadline check wakes it when its tenure is
+                 * due.  A wake now would only have it look, see us loop,
+                 * and sleep again (and it would run on our CPU, off ours
+                 * only once we slept). */
+                uint32_t st = RUN_WAIT | BATON_WAIT_PARKED;
+                /* Release: pairs with the successor's acquire load of its
+                 * state. */
+                if (baton_cas(&next->state, &st, RUN_HEAD | BATON_WAIT_PARKED, memory_order_release,
+                              memory_order_relaxed))
+                    break;
+                /* Awake (or gone): promote it as below. */
+            }
         }
         /* An exchange under every policy: the old value says whether the
          * successor sleeps (wake it) or gave up (pass over it).  acq_rel:
@@ -816,38 +818,41 @@ int baton_runner_release_check(baton_runner_t *l)
     uint32_t cpu = (uint32_t)sched_getcpu();
     if (baton_load(&l->owner_cpu, memory_order_relaxed) != cpu)
         baton_store(&l->owner_cpu, cpu, memory_order_relaxed);
-    if (h == NULL && baton_load(&l->tail, memory_order_relaxed) == NULL) {
-        /* Nobody queued: stop counting, until a waiter raises the flag
-         * again.  seq_cst, with the tail's load after it: pairs with the
-         * queue's exchange and the look in watch(); a waiter that queued
-         * meanwhile either sees the flag gone and raises it, or we see its
-         * node here and raise it back. */
-        baton_fetch_and(&l->flags, ~BATON_RUNNER_WATCH, memory_order_seq_cst);
-        if (baton_load(&l->tail, memory_order_seq_cst) != NULL)
-            baton_fetch_or(&l->flags, BATON_RUNNER_WATCH, memory_order_relaxed);
-    }
-    const uint64_t now = baton_now_ns(), wake_lat = wake_ns();
-    const uint64_t deadline = h != NULL ? baton_load(&l->deadline, memory_order_relaxed) : 0;
-    if (h != NULL && now > deadline + STEP_ASIDE_WAKES * wake_lat && l->stepped != deadline) {
-        /* Our heir is overdue and has not demanded the lock (a demand
-         * sends the release to the slow path, not here): it has not run,
-         * most likely because it waits for our CPU.  Give the CPU away
-         * once after this release (the lock is then free for it to take);
-         * once per deadline, so that a heir that is merely slow costs us
-         * one yield. */
-        step_aside = true;
-        l->stepped = deadline; /* ours alone: only the owner writes it */
-    }
-    if (h != NULL && now + wake_lat >= deadline) {
-        /* The heir's tenure deadline is a wake-up latency away.  If it
-         * sleeps (unannounced: it saw us loop), wake it, so that it spins
-         * for the hand-over when the deadline comes.
-         * Our CAS clears its BATON_WAIT_PARKED bit: it is the heir while we
-         * hold the lock, so the node is its own. */
-        uint32_t st = RUN_HEAD | BATON_WAIT_PARKED;
-        wake = baton_cas(&h->state, &st, RUN_HEAD, memory_order_relaxed, memory_order_relaxed);
-        if (wake)
-            stamp(h);
+    if (h == NULL) {
+        if (baton_load(&l->tail, memory_order_relaxed) == NULL) {
+            /* Nobody queued: stop counting, until a waiter raises the flag
+             * again.  seq_cst, with the tail's load after it: pairs with
+             * the queue's exchange and the look in watch(); a waiter that
+             * queued meanwhile either sees the flag gone and raises it, or
+             * we see its node here and raise it back. */
+            baton_fetch_and(&l->flags, ~BATON_RUNNER_WATCH, memory_order_seq_cst);
+            if (baton_load(&l->tail, memory_order_seq_cst) != NULL)
+                baton_fetch_or(&l->flags, BATON_RUNNER_WATCH, memory_order_relaxed);
+        }
+    } else {
+        const uint64_t now = baton_now_ns(), wake_lat = wake_ns();
+        const uint64_t deadline = baton_load(&l->deadline, memory_order_relaxed);
+        if (now > deadline + STEP_ASIDE_WAKES * wake_lat && l->stepped != deadline) {
+            /* Our heir is overdue and has not demanded the lock (a demand
+             * sends the release to the slow path, not here): it has not
+             * run, most likely because it waits for our CPU.  Give the CPU
+             * away once after this release (the lock is then free for it
+             * to take); once per deadline, so that a heir that is merely
+             * slow costs us one yield. */
+            step_aside = true;
+            l->stepped = deadline; /* ours alone: only the owner writes it */
+        }
+        if (now + wake_lat >= deadline) {
+            /* The heir's tenure deadline is a wake-up latency away.  If it
+             * sleeps (unannounced: it saw us loop), wake it, so that it
+             * spins for the hand-over when the deadline comes.  Our CAS
+             * clears its BATON_WAIT_PARKED bit: it is the heir while we
+             * hold the lock, so the node is its own. */
+            uint32_t st = RUN_HEAD | BATON_WAIT_PARKED;
+            wake = baton_cas(&h->state, &st, RUN_HEAD, memory_order_relaxed, memory_order_relaxed);
+            if (wake)
+                stamp(h);
+        }
     }
     /* Release pairs with the acquiring CAS of the next owner. */
     baton_store(&l->word, 0, memory_order_release);
