@@ -28,8 +28,9 @@ static pthread_spinlock_t s_free;
 static pthread_cond_t c_used = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t c_fresh[FORKS];
 
-static ptest_flag_t holder_ready, release_holder, stop_churn;
+static ptest_flag_t holder_ready, release_holder, stop_churn, churn_on;
 static _Atomic int churn_errors;
+static _Atomic unsigned churn_rounds;
 
 static void *holder(void *arg)
 {
@@ -52,7 +53,12 @@ static void *holder(void *arg)
 }
 
 /* Creates, uses and destroys objects of every kind until told to stop, so
- * that forks catch the interposer's tables in use. */
+ * that forks catch the interposer's tables in use.  It churns only around
+ * the forks (churn_on): while a child runs, the parent's churn would take
+ * the CPUs the child's threads need.  With a lock server kind on 2 CPUs
+ * that cost the child about a millisecond per lock operation (the parent's
+ * busy server and the child's share one pinned CPU), 20 s and more for
+ * the child's contention phase. */
 static void *churn(void *arg)
 {
     (void)arg;
@@ -60,6 +66,11 @@ static void *churn(void *arg)
     pthread_mutex_init(&own, NULL);
     /* Acquire: pairs with the release in ptest_raise(). */
     while (!baton_load(&stop_churn.v, memory_order_acquire)) {
+        /* Acquire: pairs with the release in ptest_raise(). */
+        if (!baton_load(&churn_on.v, memory_order_acquire)) {
+            ptest_sleep_ms(1);
+            continue;
+        }
         int bad = 0;
         pthread_mutex_t m;
         pthread_rwlock_t rw;
@@ -88,6 +99,7 @@ static void *churn(void *arg)
         bad += pthread_cond_destroy(&c) != 0;
         if (bad)
             baton_fetch_add(&churn_errors, bad, memory_order_relaxed); /* a count only */
+        baton_fetch_add(&churn_rounds, 1u, memory_order_relaxed);     /* a count only */
     }
     pthread_mutex_destroy(&own);
     return NULL;
@@ -258,6 +270,12 @@ static void child(int f)
 
 static void do_fork(int f)
 {
+    /* Fork while both churn threads are at work: wait for a few rounds
+     * after switching them on.  Relaxed: a progress count only. */
+    ptest_raise(&churn_on, 1);
+    const unsigned r0 = baton_load(&churn_rounds, memory_order_relaxed);
+    while (baton_load(&churn_rounds, memory_order_relaxed) - r0 < 4u)
+        ptest_sleep_ms(1);
     pid_t pid = fork();
     if (pid < 0)
         ptest_fatal(__LINE__, "fork failed");
@@ -268,6 +286,7 @@ static void do_fork(int f)
     EXPECT(pthread_mutex_unlock(&m_normal), 0);
     EXPECT(pthread_rwlock_wrlock(&rw_free), 0);
     EXPECT(pthread_rwlock_unlock(&rw_free), 0);
+    ptest_raise(&churn_on, 0);
     int st = 0;
     pid_t w = 0;
     for (int i = 0; i < 3000 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
