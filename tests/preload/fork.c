@@ -99,7 +99,7 @@ static void *churn(void *arg)
         bad += pthread_cond_destroy(&c) != 0;
         if (bad)
             baton_fetch_add(&churn_errors, bad, memory_order_relaxed); /* a count only */
-        baton_fetch_add(&churn_rounds, 1u, memory_order_relaxed);     /* a count only */
+        baton_fetch_add(&churn_rounds, 1u, memory_order_relaxed);      /* a count only */
     }
     pthread_mutex_destroy(&own);
     return NULL;
