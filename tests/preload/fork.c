@@ -270,8 +270,8 @@ static void child(int f)
 
 static void do_fork(int f)
 {
-    /* Fork while both churn threads are at work: wait for a few rounds
-     * after switching them on.  Relaxed: a progress count only. */
+    /* Fork while the churn threads are at work: wait for a few of their
+     * rounds after switching them on.  Relaxed: a progress count only. */
     ptest_raise(&churn_on, 1);
     const unsigned r0 = baton_load(&churn_rounds, memory_order_relaxed);
     while (baton_load(&churn_rounds, memory_order_relaxed) - r0 < 4u)
