@@ -512,6 +512,40 @@ static void test_layout(void)
     }
 }
 
+/* spinpark's spin limit: a random share of the budget, below it (the
+ * largest share is 99.5%), unless the policy is flagged
+ * BATON_WAIT_FULL_SPIN (barriers, the lock server's clients): then the
+ * whole budget, every time. */
+static unsigned spins_before_park(const baton_wait_t *w)
+{
+    baton_waiter_t s;
+    baton_waiter_init(&s, w);
+    unsigned n = 0;
+    while (baton_waiter_pause(&s, NULL, 0))
+        n++;
+    return n;
+}
+
+static void test_full_spin(void)
+{
+    enum { BUDGET = 1000, EPISODES = 64 };
+    baton_wait_t w;
+    CHECK(baton_wait_init(&w, BATON_WAIT_SPINPARK) == 0, "spinpark init");
+    w.budget = BUDGET;
+    const char *fixed = getenv("BATON_SPIN_FIXED");
+    if (fixed == NULL || strcmp(fixed, "1") != 0) {
+        for (int i = 0; i < EPISODES; i++) {
+            unsigned n = spins_before_park(&w);
+            CHECK(n < BUDGET, "spinpark spun %u of a budget of %u: not a random share", n, BUDGET);
+        }
+    }
+    w.flags |= BATON_WAIT_FULL_SPIN;
+    for (int i = 0; i < EPISODES; i++) {
+        unsigned n = spins_before_park(&w);
+        CHECK(n == BUDGET, "spinpark with BATON_WAIT_FULL_SPIN spun %u, not its budget of %u", n, BUDGET);
+    }
+}
+
 static void test_registry(void)
 {
     const baton_kind_info_t *list;
@@ -587,6 +621,7 @@ int main(void)
     test_bad_specs();
     test_registry();
     test_layout();
+    test_full_spin();
     pthread_mutex_lock(&agent.m);
     agent.quit = 1;
     pthread_cond_broadcast(&agent.cv);

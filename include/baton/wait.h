@@ -66,9 +66,9 @@ typedef enum baton_wait_kind {
 enum { BATON_MONITOR_NONE = 0, BATON_MONITOR_WAITPKG = 1, BATON_MONITOR_MWAITX = 2 };
 
 typedef struct baton_wait {
-    uint8_t kind; /* baton_wait_kind, never AUTO once initialised */
-    uint8_t hw;   /* BATON_MONITOR_* for the monitor policy */
-    uint16_t reserved;
+    uint8_t kind;    /* baton_wait_kind, never AUTO once initialised */
+    uint8_t hw;      /* BATON_MONITOR_* for the monitor policy */
+    uint16_t flags;  /* BATON_WAIT_FULL_SPIN, set by the kind after init */
     uint32_t budget; /* spin iterations before parking (spinpark, monitor),
                             or the largest backoff delay in spin hints (backoff);
                             0: the machine's calibrated budget, measured at the
@@ -76,6 +76,15 @@ typedef struct baton_wait {
 } baton_wait_t;
 
 _Static_assert(sizeof(baton_wait_t) == 8, "baton_wait_t is embedded in every lock");
+
+/* baton_wait_t.flags: spinpark spins its whole budget before it parks,
+ * rather than a random share of it (wait.c: spin_limit()).  For waits whose
+ * sleeper holds up other threads, not only itself: a barrier episode, and
+ * a lock server's grant queue, go on only once the woken thread runs, so
+ * one waiter that parks early costs every thread a wake-up.  The random
+ * share's bound (e/(e-1) of the better of spinning and parking) holds for
+ * a wait that costs its own thread alone. */
+#define BATON_WAIT_FULL_SPIN 1u
 
 /* Initialise a policy.  Returns 0, EINVAL for an unknown kind, or ENOTSUP for
  * monitor where the CPU has neither waitpkg nor MONITORX. */

@@ -66,6 +66,11 @@ static void choose_policy(baton_barrier_t *b, int asked, const baton_opts_t *o, 
         (void)baton_wait_init(&b->wait, BATON_WAIT_PARK);
     else
         b->wait = o->wait;
+    /* An episode ends for everyone only once its last waiter runs: a
+     * waiter that parked early makes every thread wait for its wake-up
+     * (wait.h: BATON_WAIT_FULL_SPIN; bench barrier at N = 16 on 16 cores,
+     * docs/results.md). */
+    b->wait.flags |= BATON_WAIT_FULL_SPIN;
     if (yield_us == BAR_YIELD_AUTO) {
         uint64_t ns = 0;
         if (asked == BATON_WAIT_AUTO && oversubscribed) {

@@ -271,6 +271,10 @@ static int k_init(void *st, const baton_opts_t *o)
                                   "keep_us");
     lk_engine_init();
     k->wait = o->wait;
+    /* The server grants one waiter at a time: a client that parked early
+     * holds up the clients behind it for its wake-up (wait.h:
+     * BATON_WAIT_FULL_SPIN; bench server on 16 cores, docs/results.md). */
+    k->wait.flags |= BATON_WAIT_FULL_SPIN;
     k->hier = hier;
     int rc = srt_get("server", (int)o->value[OPT_SERVER], (unsigned)o->value[OPT_CPU], o->value[OPT_IDLE],
                      &k->server);

@@ -98,7 +98,8 @@ static uint32_t lazy_budget(const baton_wait_t *w)
  * wait length (the randomised ski-rental bound).  Table: 65536 * ln(1 +
  * (i + 0.5) / 64 * (e - 1)), the inverse of its distribution at 64 points;
  * the draw is a per-thread xorshift.  BATON_SPIN_FIXED=1 (read once, see
- * calibrate.c) keeps the fixed limit. */
+ * calibrate.c) keeps the fixed limit, and so does a policy flagged
+ * BATON_WAIT_FULL_SPIN (wait.h: its sleepers hold up other threads). */
 static const uint16_t spin_fraction[64] = {
     874,   2588,  4257,  5886,  7475,  9026,  10542, 12023, 13471, 14889, 16276, 17634, 18965,
     20269, 21548, 22803, 24033, 25242, 26428, 27593, 28738, 29863, 30969, 32057, 33127, 34180,
@@ -108,8 +109,10 @@ static const uint16_t spin_fraction[64] = {
 
 static _Thread_local uint32_t spin_rng __attribute__((tls_model("initial-exec")));
 
-static uint32_t spin_limit(uint32_t budget)
+static uint32_t spin_limit(const baton_wait_t *w, uint32_t budget)
 {
+    if (w->flags & BATON_WAIT_FULL_SPIN)
+        return budget;
     const baton_calibration_t *c = baton_calibration_ready();
     if (c != NULL && c->spin_fixed)
         return budget;
@@ -140,7 +143,7 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
     case BATON_WAIT_PARK: return false;
     case BATON_WAIT_SPINPARK:
         if (s->spins == 0)
-            s->delay = spin_limit(lazy_budget(w)); /* this episode's limit (delay is unused here) */
+            s->delay = spin_limit(w, lazy_budget(w)); /* this episode's limit (delay is unused here) */
         if (s->spins >= s->delay)
             return false;
         s->spins++;
