@@ -57,7 +57,7 @@ build_tree() {
     local tree=$1 gen=()
     command -v cmake >/dev/null || die "cmake is missing: no Release tree can be built here"
     command -v ninja >/dev/null && gen=(-G Ninja)
-    if [ -f "$tree/CMakeCache.txt" ] && ! grep -q '^CMAKE_BUILD_WITH_INSTALL_RPATH:BOOL=ON' "$tree/CMakeCache.txt"; then
+    if [ -f "$tree/CMakeCache.txt" ] && ! grep -Eq '^CMAKE_BUILD_WITH_INSTALL_RPATH:[A-Z]+=ON$' "$tree/CMakeCache.txt"; then
         die "$tree is a build tree of another configuration; remove it or pass --tree DIR"
     fi
     mkdir -p "$tree"

@@ -388,8 +388,10 @@ step_omp() {
         [ $MODE = run ] && record omp omp skipped 0 0 0 0 - "$why" "bench/apps/omp.sh"
         return 0
     fi
-    # stock + 5 specs, 2 modes; about 0.5 s a run at P threads on the device (0.05 s small)
-    local per=500
+    # stock + 5 specs, 2 modes; about 1.3 s a run at P threads on the device, where
+    # mcs:spinpark's runs take the longest (0.05 s small).  0.5 s, the first
+    # estimate, had the piece cut at its limit on 2026-11-27.
+    local per=1300
     [ $small -eq 1 ] && per=100
     piece omp "t=$T_OMP" $((12 * per)) $R -- env BATON_PRELOAD_LIB="$PRELOAD" \
         BATON_OMP_LOCKS="$OMP_PROG" bash "$REPO/bench/apps/omp.sh" --threads "$T_OMP" \
