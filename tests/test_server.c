@@ -340,6 +340,22 @@ static void *hammer_main(void *p)
     return NULL;
 }
 
+/* nthreads threads of hammer_main over l, iters critical sections each;
+ * returns the counter they kept (nthreads * iters when exclusion held). */
+static long hammer(baton_lock_t *l, int nthreads, int iters)
+{
+    enum { MAX = 8 };
+    struct hammer h = {.l = l, .iters = iters};
+    pthread_t t[MAX];
+    if (nthreads > MAX)
+        nthreads = MAX;
+    for (int k = 0; k < nthreads; k++)
+        pthread_create(&t[k], NULL, hammer_main, &h);
+    for (int k = 0; k < nthreads; k++)
+        pthread_join(t[k], NULL);
+    return h.counter;
+}
+
 static void test_many_threads(void)
 {
     const char *specs[] = {"server",
@@ -352,21 +368,17 @@ static void test_many_threads(void)
                            "server:park,chain,keep_us=1"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         enum { T = 6, ITERS = 2000 };
-        struct hammer h = {.l = new_lock(specs[i]), .iters = ITERS};
-        pthread_t t[T];
-        for (int k = 0; k < T; k++)
-            pthread_create(&t[k], NULL, hammer_main, &h);
-        for (int k = 0; k < T; k++)
-            pthread_join(t[k], NULL);
-        CHECK(h.counter == (long)T * ITERS, "%s: counter %ld, want %d", specs[i], h.counter, T * ITERS);
-        baton_stats_t s = settle(h.l, 0);
+        baton_lock_t *l = new_lock(specs[i]);
+        long counter = hammer(l, T, ITERS);
+        CHECK(counter == (long)T * ITERS, "%s: counter %ld, want %d", specs[i], counter, T * ITERS);
+        baton_stats_t s = settle(l, 0);
         /* Every critical section sent its request (but those a lease kept);
          * the rest depends on the interleaving, but no message is lost or
          * double-counted. */
         CHECK(strstr(specs[i], "keep_us") || s.msg_sent[C] >= (uint64_t)T * ITERS, "%s: %llu client messages",
               specs[i], (unsigned long long)s.msg_sent[C]);
         print_counts(specs[i], &s);
-        CHECK(baton_lock_free(h.l) == 0, "%s: free", specs[i]);
+        CHECK(baton_lock_free(l) == 0, "%s: free", specs[i]);
     }
     printf("ok   6 threads x 2000 critical sections on every variant; sent == received\n");
 }
@@ -458,13 +470,8 @@ static void test_local_placement(void)
     int up = thread_cpu("baton-srv0"), local = thread_cpu("baton-srv0g0");
     CHECK(up >= 0 && local >= 0, "server CPUs not found: top-level %d, local %d", up, local);
     CHECK(up != local, "the local server shares CPU %d with its top-level server", up);
-    struct hammer h = {.l = hl, .iters = 200};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, hammer_main, &h);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-    CHECK(h.counter == 400, "counter %ld", h.counter);
+    long counter = hammer(hl, 2, 200);
+    CHECK(counter == 400, "counter %ld", counter);
     CHECK(baton_lock_free(hl) == 0, "free hier");
     CHECK(threads_settled("baton-srv", 0) == 0, "server threads left after the placement test");
 }
@@ -516,13 +523,8 @@ static void test_threads_and_sharing(void)
         int nt = threads_settled("baton-srv6", 3);
         CHECK(nt == 3, "threads of a hier lock with 2 groups: %d", nt);
     }
-    struct hammer hh = {.l = hl, .iters = 300};
-    pthread_t t2[3];
-    for (int i = 0; i < 3; i++)
-        pthread_create(&t2[i], NULL, hammer_main, &hh);
-    for (int i = 0; i < 3; i++)
-        pthread_join(t2[i], NULL);
-    CHECK(hh.counter == 900, "counter %ld", hh.counter);
+    long counter = hammer(hl, 3, 300);
+    CHECK(counter == 900, "counter %ld", counter);
     CHECK(baton_lock_free(hl) == 0, "free hier");
     {
         int nt = threads_settled("baton-srv", 0);
