@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,29 @@ static void test_many_threads(void)
 
 /* --- server threads ------------------------------------------------------------------- */
 
+/* The next thread of this process in d (an opendir of /proc/self/task):
+ * its id, with its name (newline removed) in comm; 0 after the last. */
+static pid_t next_task(DIR *d, char *comm, size_t size)
+{
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool ok = fgets(comm, (int)size, f) != NULL;
+        fclose(f);
+        if (ok) {
+            comm[strcspn(comm, "\n")] = '\0';
+            return (pid_t)atoi(e->d_name);
+        }
+    }
+    return 0;
+}
+
 /* Threads of this process whose name starts with `prefix`. */
 static int count_threads(const char *prefix)
 {
@@ -392,19 +416,10 @@ static int count_threads(const char *prefix)
     if (!d)
         return -1;
     int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[300], name[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(name, sizeof name, f) && strncmp(name, prefix, strlen(prefix)) == 0)
+    char name[64];
+    while (next_task(d, name, sizeof name) != 0)
+        if (strncmp(name, prefix, strlen(prefix)) == 0)
             n++;
-        fclose(f);
-    }
     closedir(d);
     return n;
 }
@@ -431,24 +446,14 @@ static int thread_cpu(const char *name)
     if (!d)
         return -1;
     int cpu = -1;
-    struct dirent *e;
-    while (cpu < 0 && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[300], comm[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(comm, sizeof comm, f)) {
-            comm[strcspn(comm, "\n")] = '\0';
-            cpu_set_t set;
-            if (strcmp(comm, name) == 0 && sched_getaffinity((pid_t)atoi(e->d_name), sizeof set, &set) == 0)
-                for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
-                    if (CPU_ISSET(c, &set))
-                        cpu = c;
-        }
-        fclose(f);
+    char comm[64];
+    pid_t tid;
+    while (cpu < 0 && (tid = next_task(d, comm, sizeof comm)) != 0) {
+        cpu_set_t set;
+        if (strcmp(comm, name) == 0 && sched_getaffinity(tid, sizeof set, &set) == 0)
+            for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+                if (CPU_ISSET(c, &set))
+                    cpu = c;
     }
     closedir(d);
     return cpu;
