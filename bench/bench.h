@@ -267,6 +267,10 @@ typedef struct bench_result {
     double seconds;
     uint64_t min_thread_ops, max_thread_ops;
     double cpu_s;
+    /* Context switches of the whole process during the run (getrusage):
+     * voluntary ones are sleeps (a park, a blocking call), involuntary ones
+     * preemptions and yields that gave the CPU away. */
+    uint64_t vcsw, ivcsw;
     double energy_j; /* < 0: not available */
     /* Acquisition waits, sampled 1 in BENCH_WAIT_EVERY (bench_wait_due()):
      * the largest and the 99.9th percentile, in ns; < 0: no samples (the

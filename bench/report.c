@@ -224,7 +224,8 @@ void report_json_record(FILE *f, int i, const void *recs)
     fprintf(f, ", \"min_thread_ops\": %llu, \"max_thread_ops\": %llu",
             (unsigned long long)(r->median.max_thread_ops ? r->median.min_thread_ops : 0),
             (unsigned long long)r->median.max_thread_ops);
-    fprintf(f, ", \"cpu_s\": %.6f", r->median.cpu_s);
+    fprintf(f, ", \"cpu_s\": %.6f, \"vcsw\": %llu, \"ivcsw\": %llu", r->median.cpu_s,
+            (unsigned long long)r->median.vcsw, (unsigned long long)r->median.ivcsw);
     if (r->median.energy_j >= 0)
         fprintf(f, ", \"energy_j\": %.6f", r->median.energy_j);
     fprintf(f, ", \"verified\": %s, \"status\": ", r->median.status == BENCH_OK ? "true" : "false");

@@ -85,10 +85,14 @@ static void *child_thread(void *p)
     return NULL;
 }
 
-static double cpu_seconds(void)
+/* The process's CPU time, and its context switches in *vcsw and *ivcsw
+ * (RUSAGE_SELF counts threads that have exited too). */
+static double cpu_seconds(uint64_t *vcsw, uint64_t *ivcsw)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    *vcsw = (uint64_t)ru.ru_nvcsw;
+    *ivcsw = (uint64_t)ru.ru_nivcsw;
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
            (double)ru.ru_stime.tv_usec * 1e-6;
 }
@@ -192,7 +196,8 @@ static void child_run(const bench_workload_t *wl, const void *params, const char
     while (atomic_load_explicit(&c.ready, memory_order_acquire) < n)
         sched_yield();
     double e0 = machine_energy_joules();
-    double cpu0 = cpu_seconds();
+    uint64_t vcsw0, ivcsw0, vcsw1, ivcsw1;
+    double cpu0 = cpu_seconds(&vcsw0, &ivcsw0);
     double t0 = bench_now();
     atomic_store_explicit(&c.go, 1, memory_order_release);
     struct timespec d = {(time_t)cfg->duration_s,
@@ -207,7 +212,9 @@ static void child_run(const bench_workload_t *wl, const void *params, const char
     for (int i = 0; i < n; i++)
         if (c.finished[i] > t1)
             t1 = c.finished[i];
-    r->cpu_s = cpu_seconds() - cpu0;
+    r->cpu_s = cpu_seconds(&vcsw1, &ivcsw1) - cpu0;
+    r->vcsw = vcsw1 - vcsw0;
+    r->ivcsw = ivcsw1 - ivcsw0;
     double e1 = machine_energy_joules();
     r->energy_j = (e0 >= 0 && e1 >= e0) ? e1 - e0 : -1.0;
     r->seconds = t1 - t0;
