@@ -14,10 +14,14 @@
  * count itself in `sleepers`, CAS the word from WAIT to WAIT|P, futex-wait
  * (with a timeout) while the word stays WAIT|P, then uncount.  DONE: its
  * request ran.  GO: it combines: runs the requests from cur along next (at
- * most LIMIT), publishing DONE into every node but its own, then publishes
- * GO into the node it stopped at (the hand-over).  To publish: look at
- * `sleepers`; if zero, a plain store; else an exchange, and a futex wake if
- * the old value had the parked bit.
+ * most LIMIT, or up to twice that while the next node's owner is parked:
+ * the role goes to a running thread), publishing DONE into every node but
+ * its own, then publishes GO into the node it stopped at (the hand-over).
+ * To publish: look at `sleepers`; if zero, a plain store; else an exchange,
+ * and a futex wake if the old value had the parked bit: at once for the
+ * hand-over, owed until after it for a completion (the combiner pays no
+ * system call inside its session; the owed wakes go by address and touch
+ * nothing of the lock).
  *
  * Abstractions.  Every step is sequentially consistent; the release/acquire
  * pairs that carry the requests are not modelled.  The futex is modelled
@@ -50,13 +54,16 @@
  *   BUG_NO_LOOK      every publish is a plain store (exact configuration);
  *   BUG_DONE_FLAG    the original algorithm's separate `completed` flag,
  *                    which the owner reads after its wait: the destroyer
- *                    may have freed the node by then.
+ *                    may have freed the node by then;
+ *   BUG_OWED_UNPAID  the owed wakes are never paid (exact configuration):
+ *                    a sleeper whose request ran sleeps on.
  *
- * Reachability markers: 1 a sleeper is woken by a completion's exchange;
- * 2 by a hand-over's exchange; 3 a timeout (or spurious) wake-up; 4 a
+ * Reachability markers: 1 a completion's exchange finds a sleeper (its
+ * wake owed); 2 a sleeper is woken by a hand-over's exchange; 3 a timeout (or spurious) wake-up; 4 a
  * combiner completes another thread's request; 5 a sleeper's CAS finds the
  * word changed and it does not sleep; 6 a publish finds sleepers and
- * exchanges; 7 the destroyer slept on the tail.
+ * exchanges; 7 the destroyer slept on the tail; 8 a combiner runs past
+ * LIMIT a request whose owner is parked; 9 an owed wake is paid.
  */
 
 #ifndef NT
@@ -68,7 +75,7 @@
 #ifndef LIMIT
 #define LIMIT 8         /* help_limit */
 #endif
-#if defined(BUG_NO_COUNT) || defined(BUG_NO_LOOK)
+#if defined(BUG_NO_COUNT) || defined(BUG_NO_LOOK) || defined(BUG_OWED_UNPAID)
 #define NO_WINDOW
 #define NO_TIMEOUT
 #endif
@@ -173,9 +180,10 @@ inline cc_wait(me, n)
     v = word[n] & ~P
 }
 
-/* cc_publish(): store val into word[n]; mk marks a wake (1 completion,
- * 2 hand-over).  The last touch of n. */
-inline cc_publish(n, val, mk)
+/* cc_publish(): store val into word[n], the old value in `old`; the last
+ * touch of n.  The caller then owes the wake (owe_wake) or pays it at once
+ * (wake_now). */
+inline cc_publish(n, val)
 {
 #ifdef NO_WINDOW
     atomic {
@@ -201,8 +209,23 @@ inline cc_publish(n, val, mk)
     fi;
     look = 0;
 #endif
+}
+
+/* A completion's wake, owed until after the hand-over (marker 1). */
+inline owe_wake(n)
+{
     if
-    :: old & P -> futex_wake(n); reach(mk)
+    :: old & P -> owed = owed | (1 << n); reach(1)
+    :: else
+    fi;
+    old = 0
+}
+
+/* The hand-over's wake, at once (marker 2). */
+inline wake_now(n)
+{
+    if
+    :: old & P -> futex_wake(n); reach(2)
     :: else
     fi;
     old = 0
@@ -210,7 +233,7 @@ inline cc_publish(n, val, mk)
 
 proctype Thread(byte t)
 {
-    byte k, id, nx, cur, tmp, nxt, n, i, old, v;
+    byte k, id, nx, cur, tmp, nxt, n, i, old, v, owed, w;
     bit ok, slept, look;
 
     do
@@ -238,8 +261,13 @@ proctype Thread(byte t)
             tmp = cur;
             n = 0;
             do
-            :: n < LIMIT && next[tmp] != NONE ->
+            :: next[tmp] != NONE &&
+               (n < LIMIT || (n < 2 * LIMIT && sleepers != 0 && (word[tmp] & P))) ->
                 touch;
+                if
+                :: n >= LIMIT -> reach(8)
+                :: else
+                fi;
                 nxt = next[tmp];
                 n++;
                 d_step {                     /* run the request */
@@ -253,18 +281,33 @@ proctype Thread(byte t)
                     reach(4);
 #ifdef BUG_DONE_FLAG
                     completed[tmp] = 1;
-                    cc_publish(tmp, GO, 1);  /* the original clears wait */
+                    cc_publish(tmp, GO);     /* the original clears wait */
 #else
-                    cc_publish(tmp, DONE, 1);
+                    cc_publish(tmp, DONE);
 #endif
+                    owe_wake(tmp)
                 :: else
                 fi;
                 tmp = nxt
             :: else -> break
             od;
             combining--;
-            cc_publish(tmp, GO, 2);          /* hand over: nothing after it */
-            d_step { tmp = 0; nxt = 0; n = 0 }
+            cc_publish(tmp, GO);             /* hand over: nothing after it */
+            wake_now(tmp);
+#ifndef BUG_OWED_UNPAID
+            w = 0;                           /* pay the owed wakes, by address */
+            do
+            :: w < NN ->
+                if
+                :: owed & (1 << w) -> futex_wake(w); reach(9)
+                :: else
+                fi;
+                w++
+            :: else -> break
+            od;
+            w = 0;                           /* (a plain step: break may not jump into a d_step) */
+#endif
+            d_step { tmp = 0; nxt = 0; n = 0; owed = 0 }
         fi;
         assert(runs[id] == 1);
         d_step { k++; id = 0; nx = 0; cur = 0; v = 0; slept = 0 }

@@ -342,6 +342,9 @@ int main(int argc, char **argv)
         {"qd", "qd,tenure_us=50"},
         {"qd", "qd:park,tenure_us=20"},
         {"qd", "qd,queue=256,help_limit=3"},
+        {"qd", "qd:park,help_limit=2"}, /* every waiter parks: the helpers' owed wakes */
+        {"fc", "fc:park,help_limit=2"},
+        {"ccsynch", "ccsynch:park,help_limit=2"}, /* past the limit for parked owners */
         {"qd", "qd,retries=0,pad=1,cas=1"},
         {"hqd", "hqd,groups=2"}, /* more than one group, whatever the machine */
         {"hqd", "hqd:park,groups=3,help_limit=2"},

@@ -219,7 +219,11 @@ static void check_totals(const char *spec, int threads, shared_t *s, uint64_t op
 }
 
 /* Returns how many operations a thread other than their caller ran. */
-static uint64_t run_threads(const char *spec, int threads, int millis, bool nested)
+/* Run `threads` threads on spec for millis ms and check the totals; returns
+ * how many operations ran on a thread other than their caller's, and the
+ * lock's statistics in *stats (NULL: not wanted). */
+static uint64_t run_threads_stats(const char *spec, int threads, int millis, bool nested,
+                                  baton_stats_t *stats)
 {
     shared_t s;
     memset(&s, 0, sizeof s);
@@ -254,6 +258,8 @@ static uint64_t run_threads(const char *spec, int threads, int millis, bool nest
     check_totals(spec, threads, &s, ops, errors);
     baton_stats_t st;
     baton_lock_stats(s.lock, &st);
+    if (stats)
+        *stats = st;
     if (nested) {
         /* deleg_fn nests on every 16th seq of its two thirds of the calls. */
         uint64_t expect = 0;
@@ -271,6 +277,11 @@ static uint64_t run_threads(const char *spec, int threads, int millis, bool nest
     CHECK(baton_lock_free(s.lock) == 0, "%s: free", spec);
     free(w);
     return s.foreign;
+}
+
+static uint64_t run_threads(const char *spec, int threads, int millis, bool nested)
+{
+    return run_threads_stats(spec, threads, millis, nested, NULL);
 }
 
 /* --- thread churn ------------------------------------------------------------------ */
@@ -504,6 +515,18 @@ int main(int argc, char **argv)
          * CPUs, waiters are preempted after publishing and served. */
         CHECK(foreign > 0, "%s: no operation ever ran on a combiner other than its caller", kinds[k]);
     }
+    /* At its help limit a CC-Synch combiner runs a parked owner's request
+     * rather than hand that thread the role (it would need a wake-up before
+     * anything ran): with every waiter parking and a limit of one request,
+     * sessions run more than one.  fc's owed wakes get the same runs. */
+    baton_stats_t cst;
+    run_threads_stats("ccsynch:park,help_limit=1", 16, millis, false, &cst);
+    CHECK(cst.helped_ops > cst.help_sessions,
+          "ccsynch:park,help_limit=1: %llu requests in %llu sessions: no session ran past the limit for a "
+          "parked owner",
+          (unsigned long long)cst.helped_ops, (unsigned long long)cst.help_sessions);
+    run_threads("ccsynch:park,help_limit=1", 4, millis, false);
+    run_threads("fc:park,help_limit=1", 16, millis, false);
     run_threads("fc:spin,num_rep=1,rep_threshold=1", 4, millis, false);
     run_threads("fc:spinpark,rep_threshold=1048576", 4, millis, false);
 

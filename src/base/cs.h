@@ -15,6 +15,8 @@
 #include <baton/baton.h>
 #include <baton/wait.h>
 
+#include "../wait/wait_internal.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -81,6 +83,16 @@ static inline void baton_future_complete(baton_future_t *f, int status)
     memcpy(&w, &f->wait, sizeof w);
     f->status = status;
     baton_wait_store(&w, &f->state, 1u);
+}
+
+/* baton_future_complete() from a serial path: a parked waiter's wake is
+ * owed to o (wait_internal.h says when to pay it). */
+static inline void baton_future_complete_owed(baton_future_t *f, int status, baton_owed_t *o)
+{
+    baton_wait_t w;
+    memcpy(&w, &f->wait, sizeof w);
+    f->status = status;
+    baton_wait_store_owed(&w, &f->state, 1u, o);
 }
 
 /* Mark f ready when no thread can be waiting on it yet: the operation ran

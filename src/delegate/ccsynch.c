@@ -38,10 +38,11 @@
  * with the parked bit (seq_cst CAS from CC_WAIT) and sleeps on it.  Storing
  * a node's word (a completion, or the hand-over) is cc_publish(): a look at
  * `sleepers`, then, if nobody sleeps, a plain release store; else an
- * exchange, and a futex wake if the old value had the parked bit.  (The
- * original, and baton_wait_store(), exchange every time, to see the bit: a
- * locked instruction per request, which also stalls the combiner on the
- * waiter's line, where a plain store retires into the store buffer.)  The
+ * exchange, and a futex wake if the old value had the parked bit (owed
+ * until the session is over: see cc_combine()).  (The original, and
+ * baton_wait_store(), exchange every time, to see the bit: a locked
+ * instruction per request, which also stalls the combiner on the waiter's
+ * line, where a plain store retires into the store buffer.)  The
  * look precedes the store, so one interleaving escapes it: a sleeper that
  * counts itself after the look and parks before the store lands.  So a
  * park has a timeout, CC_PARK_FIRST_NS doubling up to CC_PARK_MAX_NS: it
@@ -217,8 +218,8 @@ static inline uint32_t cc_wait(cc_lock_t *l, cc_node_t *n)
 /* Store n's word (CC_DONE or CC_GO): the last touch of n, whose owner may
  * reuse it at once.  Release: pairs with the owner's acquire in cc_wait(),
  * which then sees the operation's effects (or, for CC_GO, everything this
- * combiner ran). */
-static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v)
+ * combiner ran).  A parked owner's wake is owed to o (NULL: wake now). */
+static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v, baton_owed_t *o)
 {
     /* Relaxed look (see the top of the file for the interleaving it cannot
      * see, and the timeout that bounds it); no one parks under spin, yield
@@ -229,31 +230,56 @@ static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v)
     }
     /* acq_rel: release as above; we must see whether the parked bit was set
      * before our value landed. */
-    if (baton_xchg(&n->wait, v, memory_order_acq_rel) & BATON_WAIT_PARKED)
-        baton_wake_all(&n->wait); /* hashes the address: n may be reused already */
+    if (baton_xchg(&n->wait, v, memory_order_acq_rel) & BATON_WAIT_PARKED) {
+        if (o)
+            baton_owe_wake(o, &n->wait);
+        else
+            baton_wake_all(&n->wait); /* by address: n may be reused already */
+    }
+}
+
+/* Whether n's owner sleeps (or is about to), as far as a racy look can
+ * tell.  Relaxed: a hint; a wrong answer costs one hand-over's wake-up. */
+static inline bool cc_parked(cc_lock_t *l, cc_node_t *n)
+{
+    return baton_load(&l->sleepers, memory_order_relaxed) != 0 &&
+           (baton_load(&n->wait, memory_order_relaxed) & BATON_WAIT_PARKED) != 0;
 }
 
 /* Run our own request (fn, ctx, f: linked in `cur`, whose next is `next`),
  * then the requests along the queue from `next`, then hand the combiner role
- * to the node we stop at.  One critical-section frame for the session. */
+ * to the node we stop at.  One critical-section frame for the session.
+ *
+ * The combiner is the lock's serial path, so it pays no wake inside it: the
+ * wakes of parked owners are owed (wait_internal.h) and paid after the
+ * hand-over.  And it hands the role to a running thread: at help_limit, a
+ * node whose owner is parked is run rather than handed the role (its owner
+ * would need a wake-up, tens of microseconds, before anyone ran anything).
+ * A parked owner cannot announce again before we wake it, so this runs
+ * past the limit by at most one node per sleeping thread; twice the limit
+ * bounds it anyway (a sleeper woken by its park's timeout may announce and
+ * park again). */
 static void cc_combine(cc_lock_t *l, cc_slot_t *s, cc_node_t *next, baton_fn fn, void *ctx, baton_future_t *f)
 {
+    baton_owed_t owed;
+    baton_owed_init(&owed);
     baton_cs_frame_t frame;
     baton_cs_enter(&frame, l);
     fn(ctx);
     if (f)
-        baton_future_complete(f, 0);
+        baton_future_complete(f, 0); /* our own future: nobody waits on it yet */
     cc_node_t *tmp = next, *nxt;
     uint64_t n = 1;
-    const uint32_t limit = l->help_limit;
+    const uint64_t limit = l->help_limit;
     /* Acquire pairs with the release store of next in cc_submit(): the
      * request in tmp is visible. */
-    while (n < limit && (nxt = baton_load(&tmp->next, memory_order_acquire)) != NULL) {
+    while ((nxt = baton_load(&tmp->next, memory_order_acquire)) != NULL &&
+           (n < limit || (n < 2 * limit && cc_parked(l, tmp)))) {
         n++;
         tmp->fn(tmp->arg);
         if (tmp->f)
-            baton_future_complete(tmp->f, 0);
-        cc_publish(l, tmp, CC_DONE);
+            baton_future_complete_owed(tmp->f, 0, &owed);
+        cc_publish(l, tmp, CC_DONE, &owed);
         tmp = nxt;
     }
     baton_cs_leave(&frame);
@@ -263,8 +289,10 @@ static void cc_combine(cc_lock_t *l, cc_slot_t *s, cc_node_t *next, baton_fn fn,
     baton_store(&s->ops, baton_load(&s->ops, memory_order_relaxed) + n, memory_order_relaxed);
     /* Hand over: tmp's owner (who may not have swapped it out of the tail
      * yet) becomes the combiner.  After this we touch nothing of the lock
-     * (destroy may free it). */
-    cc_publish(l, tmp, CC_GO);
+     * (destroy may free it): the owed wakes are by address.  The new
+     * combiner's own wake, if it sleeps, comes first. */
+    cc_publish(l, tmp, CC_GO, NULL);
+    baton_wake_owed(&owed);
 }
 
 /* One operation: fn(ctx), or with `copy` fn on an inline copy of

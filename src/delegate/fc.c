@@ -111,13 +111,21 @@ static void *fc_make(baton_slot_owner_t *o)
 
 /* --- combining ------------------------------------------------------------------ */
 
-static void fc_run(fc_lock_t *l, fc_rec_t *r)
+/* Run r's request.  The combiner is the lock's serial path: a parked
+ * owner's wake is owed to o and paid once the combiner lock is dropped
+ * (wait_internal.h). */
+static void fc_run(fc_lock_t *l, fc_rec_t *r, baton_owed_t *o)
 {
-    baton_run_op(l, r->fn, r->arg, r->f);
+    baton_cs_frame_t frame;
+    baton_cs_enter(&frame, l);
+    r->fn(r->arg);
+    baton_cs_leave(&frame);
+    if (r->f)
+        baton_future_complete_owed(r->f, 0, o);
     /* Release (inside): pairs with the owner's acquire in fc_wait(), so the
-     * operation's effects are visible when it returns; wakes it if parked.
-     * After this the combiner does not touch the request fields again. */
-    baton_wait_store(&l->wait, &r->state, FC_DONE);
+     * operation's effects are visible when it returns.  After this the
+     * combiner does not touch the request fields again. */
+    baton_wait_store_owed(&l->wait, &r->state, FC_DONE, o);
 }
 
 static bool fc_pending(fc_rec_t *r)
@@ -128,11 +136,11 @@ static bool fc_pending(fc_rec_t *r)
 }
 
 /* One combining session; the caller holds the combiner lock. */
-static void fc_combine(fc_lock_t *l, fc_rec_t *mine)
+static void fc_combine(fc_lock_t *l, fc_rec_t *mine, baton_owed_t *o)
 {
     uint64_t done = 0;
     if (fc_pending(mine)) {
-        fc_run(l, mine);
+        fc_run(l, mine, o);
         done = 1;
     }
     for (uint32_t pass = 0; pass < l->num_rep && done < l->help_limit; pass++) {
@@ -141,7 +149,7 @@ static void fc_combine(fc_lock_t *l, fc_rec_t *mine)
         for (fc_rec_t *r = fc_first(l); r != NULL && done < l->help_limit; r = fc_next(r)) {
             if (!fc_pending(r))
                 continue;
-            fc_run(l, r);
+            fc_run(l, r, o);
             ran++;
             done++;
         }
@@ -187,9 +195,12 @@ static void fc_wait(fc_lock_t *l, fc_rec_t *r)
             return;
         /* Relaxed look; the CAS in fc_try_combiner() orders. */
         if (baton_load(&l->combiner, memory_order_relaxed) == 0 && fc_try_combiner(l)) {
-            fc_combine(l, r);
+            baton_owed_t owed;
+            baton_owed_init(&owed);
+            fc_combine(l, r, &owed);
             fc_drop_combiner(l);
-            continue; /* a session runs its combiner's request first: ours is done */
+            baton_wake_owed(&owed); /* after the drop: off the serial path */
+            continue;               /* a session runs its combiner's request first: ours is done */
         }
         if (baton_helper_pause(&s, &r->state, st))
             continue;
@@ -312,9 +323,12 @@ static int fc_destroy(void *state)
         return EBUSY;
     /* No thread can have a request pending here (each waits for its own),
      * but should one be, running it is the only safe way out. */
+    baton_owed_t owed;
+    baton_owed_init(&owed);
     for (fc_rec_t *r = fc_first(l); r != NULL; r = fc_next(r))
         if (fc_pending(r))
-            fc_run(l, r);
+            fc_run(l, r, &owed);
+    baton_wake_owed(&owed);
     /* After this no exiting thread releases one of our records. */
     baton_slot_owner_unregister(&l->slots);
     baton_reclist_free(&l->recs);

@@ -220,7 +220,7 @@ typedef struct qd_lock {
 } qd_lock_t;
 
 /* Help while the queue stays open and something new arrives. */
-static void qdt_help(qd_lock_t *l)
+static void qdt_help(qd_lock_t *l, baton_owed_t *o)
 {
     qd_queue_t *q = &l->core.queue;
     for (;;) {
@@ -231,20 +231,20 @@ static void qdt_help(qd_lock_t *l)
             return;
         if (todo >= q->size) {
             baton_store(&q->closed, 1u, memory_order_relaxed); /* relaxed: a hint */
-            qd_drain_to(q, todo, &l->done, &l->helped);
+            qd_drain_to(q, todo, &l->done, &l->helped, o);
             /* Reopen (release: the zeroed buffer, as when opening). */
             baton_store(&q->counter, (uint64_t)0, memory_order_release);
             baton_store(&q->closed, 0u, memory_order_relaxed);
             l->done = 0;
             continue;
         }
-        qd_drain_to(q, todo, &l->done, &l->helped);
+        qd_drain_to(q, todo, &l->done, &l->helped, o);
     }
 }
 
 /* Close the queue, run what is left, and end the session; keep the mutex
  * if `keep` (a lock() caller took the session over). */
-static void qdt_end(qd_lock_t *l, bool keep)
+static void qdt_end(qd_lock_t *l, bool keep, baton_owed_t *o)
 {
     qd_queue_t *q = &l->core.queue;
     /* Relaxed: we hold the session; nobody steals a busy one. */
@@ -252,7 +252,7 @@ static void qdt_end(qd_lock_t *l, bool keep)
     /* Relaxed: as in qd_session's close (entries are acquired one by one). */
     uint64_t todo = baton_xchg(&q->counter, (uint64_t)q->size, memory_order_relaxed);
     baton_store(&q->closed, 1u, memory_order_relaxed); /* relaxed: a hint */
-    qd_drain_to(q, todo, &l->done, &l->helped);
+    qd_drain_to(q, todo, &l->done, &l->helped, o);
     baton_store(&q->helping, 0u, memory_order_relaxed); /* relaxed: read racily by destroy */
     qd_count(&l->core.queue.cnt.sessions, 1);
     qd_count(&l->core.queue.cnt.helped, l->helped);
@@ -277,7 +277,7 @@ static void qdt_open(qd_lock_t *l, uintptr_t token)
 }
 
 /* End of a call: stay resident (away) if the tenure allows, else end. */
-static void qdt_leave(qd_lock_t *l, uintptr_t token)
+static void qdt_leave(qd_lock_t *l, uintptr_t token, baton_owed_t *o)
 {
     for (;;) {
         bool over = l->helped >= l->core.help_limit || l->tenure_ns == 0 ||
@@ -286,7 +286,7 @@ static void qdt_leave(qd_lock_t *l, uintptr_t token)
         if (!over && ++l->calls % QD_CLOCK_EVERY == 0)
             over = baton_now_ns() >= l->tenure_end;
         if (over) {
-            qdt_end(l, false);
+            qdt_end(l, false, o);
             return;
         }
         /* Once away, the session state belongs to whoever takes it: read
@@ -301,7 +301,7 @@ static void qdt_leave(qd_lock_t *l, uintptr_t token)
         uintptr_t away = token | QD_AWAY;
         if (!baton_cas(&l->resident, &away, token, memory_order_acquire, memory_order_relaxed))
             return; /* stolen: the thief runs it */
-        qdt_help(l);
+        qdt_help(l, o);
     }
 }
 
@@ -319,11 +319,14 @@ static bool qdt_steal(qd_lock_t *l, uintptr_t seen, uintptr_t token)
  * it, keeping the mutex if `keep` (lock() and trylock take it). */
 static void qdt_take_over(qd_lock_t *l, bool keep)
 {
+    baton_owed_t owed;
+    baton_owed_init(&owed);
     baton_cs_frame_t frame;
     baton_cs_enter(&frame, l);
-    qdt_help(l);
-    qdt_end(l, keep);
+    qdt_help(l, &owed);
+    qdt_end(l, keep, &owed);
     baton_cs_leave(&frame);
+    baton_wake_owed(&owed); /* the session is over (with `keep` we hold the mutex: a rare path) */
 }
 
 /* After an enqueue: make sure an away resident does not sit on it. */
@@ -391,18 +394,21 @@ static int qdt_submit(qd_lock_t *l, baton_fn fn, const void *payload, size_t psi
         }
         qdt_open(l, token);
     }
+    baton_owed_t owed;
+    baton_owed_init(&owed);
     baton_cs_frame_t frame;
     baton_cs_enter(&frame, l);
     if (reenter)
-        qdt_help(l); /* accepted while we were away: they come first */
+        qdt_help(l, &owed); /* accepted while we were away: they come first */
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
     fn(qd_own_ctx(payload, psize, flags, copy));
     if (f && !(flags & QD_F_OWN))
         baton_future_complete_own(f, 0); /* our own operation: nobody waits yet */
     l->helped++;
-    qdt_help(l);
-    qdt_leave(l, token);
+    qdt_help(l, &owed);
+    qdt_leave(l, token, &owed);
     baton_cs_leave(&frame);
+    baton_wake_owed(&owed); /* ended, or away: either way off the drain */
     return QD_RAN;
 }
 

@@ -170,8 +170,9 @@ static inline uintptr_t qd_wait_entry(qd_hdr_t *h)
     return fn;
 }
 
-/* Run the entry at e (fn already read) and zero it. */
-static inline void qd_run_entry(unsigned char *e, uintptr_t fn)
+/* Run the entry at e (fn already read) and zero it; a parked waiter's wake
+ * is owed to o. */
+static inline void qd_run_entry(unsigned char *e, uintptr_t fn, baton_owed_t *o)
 {
     qd_hdr_t *h = (qd_hdr_t *)e;
     const uint32_t used = h->used, flags = h->flags;
@@ -194,13 +195,15 @@ static inline void qd_run_entry(unsigned char *e, uintptr_t fn)
     /* Relaxed: the same ordering argument as above. */
     baton_store(&h->fn, (uintptr_t)0, memory_order_relaxed);
     if (f)
-        baton_future_complete(f, 0);
+        baton_future_complete_owed(f, 0, o);
 }
 
 /* Run the entries reserved in [*done, todo) (todo clamped to the size; an
  * END marker ends the pass at the end of the buffer), zeroing each, and
- * advance *done and *helped. */
-static inline void qd_drain_to(qd_queue_t *q, uint64_t todo, uint64_t *done, uint64_t *helped)
+ * advance *done and *helped.  Wakes of parked waiters are owed to o: the
+ * caller pays them once it has left the session (wait_internal.h). */
+static inline void qd_drain_to(qd_queue_t *q, uint64_t todo, uint64_t *done, uint64_t *helped,
+                               baton_owed_t *o)
 {
     const uint64_t size = q->size;
     if (todo > size)
@@ -218,7 +221,7 @@ static inline void qd_drain_to(qd_queue_t *q, uint64_t todo, uint64_t *done, uin
         const uint32_t used = ((qd_hdr_t *)e)->used;
         const uint32_t len =
             q->pad ? (used + BATON_CACHELINE - 1u) & ~(uint32_t)(BATON_CACHELINE - 1u) : used;
-        qd_run_entry(e, efn);
+        qd_run_entry(e, efn, o);
         (*helped)++;
         p += len;
     }
@@ -255,9 +258,10 @@ typedef struct qd_hooks {
 
 /* Open the queue, run the caller's operation (fn, ctx, f), then help until
  * the queue is closed or help_limit operations have run.  The caller holds
- * the mutex. */
+ * the mutex, and pays the wakes owed to o after it has released it. */
 static inline void qd_session(qd_queue_t *q, uint32_t help_limit, const void *lock_id,
-                              const qd_hooks_t *hooks, baton_fn fn, void *ctx, baton_future_t *f)
+                              const qd_hooks_t *hooks, baton_fn fn, void *ctx, baton_future_t *f,
+                              baton_owed_t *o)
 {
     if (hooks && hooks->before_open)
         hooks->before_open(hooks->arg);
@@ -294,7 +298,7 @@ static inline void qd_session(qd_queue_t *q, uint32_t help_limit, const void *lo
             final = full = true;
         }
         if (todo > done)
-            qd_drain_to(q, todo, &done, &helped);
+            qd_drain_to(q, todo, &done, &helped, o);
         if (!final)
             continue;
         if (full && helped < help_limit) {
@@ -456,8 +460,11 @@ static inline int qd_submit(qd_core_t *c, const void *lock_id, const qd_hooks_t 
     _Alignas(16) unsigned char copy[BATON_ARGS_MAX];
     void *ctx = qd_own_ctx(payload, psize, flags, copy);
     /* An execute's own future has no other reader: nothing to complete. */
-    qd_session(&c->queue, c->help_limit, lock_id, hooks, fn, ctx, (flags & QD_F_OWN) ? NULL : f);
+    baton_owed_t owed;
+    baton_owed_init(&owed);
+    qd_session(&c->queue, c->help_limit, lock_id, hooks, fn, ctx, (flags & QD_F_OWN) ? NULL : f, &owed);
     qd_mutex_unlock(&c->mutex);
+    baton_wake_owed(&owed); /* off the serial path: the next session may run meanwhile */
     return QD_RAN;
 }
 

@@ -299,6 +299,13 @@ bool baton_helper_pause(baton_helper_waiter_t *h, const _Atomic uint32_t *addr, 
     return true;
 }
 
+void baton_wake_owed_all(baton_owed_t *o)
+{
+    for (uint32_t i = 0; i < o->n; i++)
+        baton_wake_all(o->word[i]);
+    o->n = 0;
+}
+
 bool baton_wait_helper_phase(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old, uint32_t *seen)
 {
     /* Acquire pairs with the waker's release (baton_wait_store(), or the

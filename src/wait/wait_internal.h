@@ -62,6 +62,59 @@ static inline void baton_helper_waiter_init(baton_helper_waiter_t *h, const bato
 bool baton_helper_pause(baton_helper_waiter_t *h, const _Atomic uint32_t *addr, uint32_t val);
 uint32_t baton_wait_for_helper(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t old);
 
+/* Wakes owed, paid later.  A thread that runs other threads' operations
+ * one after another (a combiner, a QD helper) is the serial path of its
+ * lock: a futex wake there (a system call, and on a VM often an
+ * inter-processor interrupt: microseconds) delays every operation behind
+ * it, the next waiters' waits outgrow their spin budget, they park too, and
+ * the lock settles at one wake per operation.  So such a thread publishes
+ * with baton_wait_store_owed(), which notes the word in a list instead of
+ * waking it, and wakes the list with baton_wake_owed() once it has left the
+ * serial path (its session over, the lock or the combiner role handed on).
+ * A sleeper's wait grows by the rest of the session; the lock's rate does
+ * not fall.
+ *
+ * The words may belong to someone else by then (a future on a stack that
+ * has returned, a node reused): a wake is by address (FUTEX_WAKE_PRIVATE,
+ * which never touches the page), and every sleeper in the library re-checks
+ * its condition after any wake-up, so a late wake costs a spurious wake-up
+ * at worst.  Every list must be woken before its thread returns to its
+ * caller: a sleeper parked without a timeout has no other waker.  A full
+ * list wakes what it holds at once (the old cost, for the rare session with
+ * more sleepers than the list holds). */
+#define BATON_OWED_MAX 32u
+typedef struct baton_owed {
+    uint32_t n;
+    _Atomic uint32_t *word[BATON_OWED_MAX];
+} baton_owed_t;
+static inline void baton_owed_init(baton_owed_t *o) { o->n = 0; }
+/* Wake every word in o, and empty it. */
+void baton_wake_owed_all(baton_owed_t *o);
+static inline void baton_wake_owed(baton_owed_t *o)
+{
+    if (BATON_UNLIKELY(o->n != 0)) /* most sessions owe nothing */
+        baton_wake_owed_all(o);
+}
+static inline void baton_owe_wake(baton_owed_t *o, _Atomic uint32_t *word)
+{
+    if (o->n == BATON_OWED_MAX)
+        baton_wake_owed_all(o);
+    o->word[o->n++] = word;
+}
+/* baton_wait_store(), the wake owed to o. */
+static inline void baton_wait_store_owed(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t v,
+                                         baton_owed_t *o)
+{
+    if (baton_wait_may_park(w)) {
+        /* acq_rel exchange: as in baton_wait_store() (we must see a parked
+         * bit set before our value landed; release publishes the data). */
+        if (BATON_UNLIKELY(baton_xchg(word, v, memory_order_acq_rel) & BATON_WAIT_PARKED))
+            baton_owe_wake(o, word);
+    } else {
+        baton_store(word, v, memory_order_release); /* release: as in baton_wait_store() */
+    }
+}
+
 /* The clock (clock.c): CLOCK_MONOTONIC in nanoseconds, and any other
  * clock (CLOCK_THREAD_CPUTIME_ID, ...) likewise. */
 uint64_t baton_now_ns(void);
