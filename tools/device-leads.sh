@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # device-leads.sh - the open leads of the last 16-core run, in one short call
-# (about 3 minutes on 16 cores): what a session lent the device runs with
+# (about 3.5 minutes on 16 cores): what a session lent the device runs with
 # the minutes left after tools/device-matrix.sh (CONTRIBUTING.md, "When the
 # 16-core device is lent").  Each lead compares alternatives inside one run
 # or in alternating rounds; docs/results.md, "The 16-core device, first
@@ -22,6 +22,11 @@
 #   rw       reader preference over the default: rw(default) with and
 #            without prefer_readers, rw(relay),prefer_readers, absl's and
 #            glibc's rwlocks, 2, 8 and P threads, 80% and 95% reads
+#   delegation  the combiners' and helpers' wakes off the serial path: qd,
+#            ccsynch and fc under spinpark against :yield (never parks, as
+#            the QD authors' library), pq at 8 and P threads, L in {0, 128};
+#            the JSON's vcsw (voluntary context switches: parks) per
+#            operation says who parked
 #
 # Binaries: --bundle DIR (bin/baton inside), else build-device/bin/baton,
 # else build-release/src/cli/baton, else build/src/cli/baton.
@@ -38,7 +43,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "$PROG: error: $*" >&2; exit 2; }
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
 
-ALL="barrier hier locks64 rw"
+ALL="barrier hier locks64 rw delegation"
 small=0 out="" bundle="" only=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -64,11 +69,12 @@ done
 
 P=$(nproc)
 if [ $small -eq 1 ]; then
-    P=2 D=0.03 R=1 ROUNDS=1 NBAR="2" TSRV="1,2" TRW="2" BOX=0.05
+    P=2 D=0.03 R=1 ROUNDS=1 NBAR="2" TSRV="1,2" TRW="2" TPQ="2" BOX=0.05
 else
     D=0.2 R=3 ROUNDS=3 NBAR="8,$P" BOX=0.1
     TSRV=$(printf '%s\n' 1 2 4 8 $((P - 1)) | sort -nu | paste -sd,)
     TRW=$(printf '%s\n' 2 8 "$P" | sort -nu | paste -sd,)
+    TPQ=$(printf '%s\n' 8 "$P" | sort -nu | paste -sd,)
 fi
 if [ -z "$out" ]; then
     if [ $small -eq 1 ]; then out=$REPO/results/device-small/$(date -u +%F)/leads
@@ -133,6 +139,11 @@ if want rw; then
     run rw 1 all rw -- bench rw \
         --locks "rw(default),prefer_readers,rw(default),rw(relay),prefer_readers,peer:absl_mutex_rw,peer:pthread_rwlock_rp" \
         --threads "$TRW" --reads 80,95 --local-work 0 --duration $D --repeat $R
+fi
+if want delegation; then
+    run delegation 1 all delegation -- bench pq \
+        --locks qd,qd:yield,ccsynch,ccsynch:yield,fc,fc:yield \
+        --threads "$TPQ" --local-work 0,128 --duration $D --repeat $R
 fi
 log "done: $FAILED failed; $OUT"
 [ $FAILED -eq 0 ]
