@@ -163,6 +163,7 @@ void report_json_figures(FILE *f, const bench_record_t *r)
     const bench_result_t *m = &r->median;
     fprintf(f, "\"ops_per_s\": %.1f, \"fairness\": %.4f, \"cpu_s_per_mop\": %.6f, ", record_rate(r),
             record_fairness(r), m->ops ? m->cpu_s / ((double)m->ops / 1e6) : 0.0);
+    fprintf(f, "\"vcsw\": %llu, \"ivcsw\": %llu, ", (unsigned long long)m->vcsw, (unsigned long long)m->ivcsw);
     json_waits(f, m);
 }
 
@@ -224,8 +225,7 @@ void report_json_record(FILE *f, int i, const void *recs)
     fprintf(f, ", \"min_thread_ops\": %llu, \"max_thread_ops\": %llu",
             (unsigned long long)(r->median.max_thread_ops ? r->median.min_thread_ops : 0),
             (unsigned long long)r->median.max_thread_ops);
-    fprintf(f, ", \"cpu_s\": %.6f, \"vcsw\": %llu, \"ivcsw\": %llu", r->median.cpu_s,
-            (unsigned long long)r->median.vcsw, (unsigned long long)r->median.ivcsw);
+    fprintf(f, ", \"cpu_s\": %.6f", r->median.cpu_s);
     if (r->median.energy_j >= 0)
         fprintf(f, ", \"energy_j\": %.6f", r->median.energy_j);
     fprintf(f, ", \"verified\": %s, \"status\": ", r->median.status == BENCH_OK ? "true" : "false");
