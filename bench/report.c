@@ -163,7 +163,8 @@ void report_json_figures(FILE *f, const bench_record_t *r)
     const bench_result_t *m = &r->median;
     fprintf(f, "\"ops_per_s\": %.1f, \"fairness\": %.4f, \"cpu_s_per_mop\": %.6f, ", record_rate(r),
             record_fairness(r), m->ops ? m->cpu_s / ((double)m->ops / 1e6) : 0.0);
-    fprintf(f, "\"vcsw\": %llu, \"ivcsw\": %llu, ", (unsigned long long)m->vcsw, (unsigned long long)m->ivcsw);
+    fprintf(f, "\"vcsw\": %llu, \"ivcsw\": %llu, ", (unsigned long long)m->vcsw,
+            (unsigned long long)m->ivcsw);
     json_waits(f, m);
 }
 
