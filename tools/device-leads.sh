@@ -1,32 +1,38 @@
 #!/usr/bin/env bash
 # device-leads.sh - the open leads of the last 16-core run, in one short call
-# (about 3.5 minutes on 16 cores): what a session lent the device runs with
-# the minutes left after tools/device-matrix.sh (CONTRIBUTING.md, "When the
-# 16-core device is lent").  Each lead compares alternatives inside one run
-# or in alternating rounds; docs/results.md, "The 16-core device, first
-# run", says why each is open.
+# (about 4 minutes on 16 cores, the first three leads about 2): what a
+# session lent the device runs with the minutes left after
+# tools/device-matrix.sh (CONTRIBUTING.md, "When the 16-core device is
+# lent").  Each lead compares alternatives inside one run or in alternating
+# rounds; docs/results.md, "The 16-core device, first run" and "Wakes off
+# the serial path", says why each is open.
 #
 #   tools/device-leads.sh [--out DIR] [--bundle DIR] [--only LEADS]
 #   tools/device-leads.sh --small [--out DIR]     2 threads, short runs: the
 #                                                 script itself, tested here
 #
-# Leads (P = nproc):
-#   barrier  the barriers' spin budget: the calibrated one against
-#            BATON_SPIN_BUDGET_NS=200000, N = 8 and P, W in {0, 1000 ns},
-#            against libgomp's and ck's, 3 alternating rounds
-#   hier     the hierarchical lock server with its local server off the
-#            global server's CPU: basic, hier, hier+chain at 1, 2, 4, 8 and
-#            P-1 clients
-#   locks64  the default at P threads over 64 locks (S=10, L=0; no hog and
-#            one hog) against tbb_mutex, absl and ttas:backoff, 5 runs
-#   rw       reader preference over the default: rw(default) with and
-#            without prefer_readers, rw(relay),prefer_readers, absl's and
-#            glibc's rwlocks, 2, 8 and P threads, 80% and 95% reads
+# Leads (P = nproc), in the order they run (a call cut short by its time
+# limit keeps what ran):
 #   delegation  the combiners' and helpers' wakes off the serial path: qd,
 #            ccsynch and fc under spinpark against :yield (never parks, as
 #            the QD authors' library), pq at 8 and P threads, L in {0, 128};
 #            the JSON's vcsw (voluntary context switches: parks) per
 #            operation says who parked
+#   hier     the hierarchical lock server with its local server off the
+#            global server's CPU: basic, hier, hier+chain at 1, 2, 4, 8 and
+#            P-1 clients; and basic under :spin (clients never park): does
+#            the collapse at P-1 clients come from parked clients?
+#   fifo     FIFO locks at 8, P-1 and P threads (S=10, L=0): mcs and ticket
+#            under spinpark (collapsed on 16 cores at 15-16 threads) against
+#            :spin, and the default: a parking collapse, or a spinning one?
+#   barrier  the barriers' spin budget: the calibrated one against
+#            BATON_SPIN_BUDGET_NS=200000, N = 8 and P, W in {0, 1000 ns},
+#            against libgomp's and ck's, 3 alternating rounds
+#   locks64  the default at P threads over 64 locks (S=10, L=0; no hog and
+#            one hog) against tbb_mutex, absl and ttas:backoff, 5 runs
+#   rw       reader preference over the default: rw(default) with and
+#            without prefer_readers, rw(relay),prefer_readers, absl's and
+#            glibc's rwlocks, 2, 8 and P threads, 80% and 95% reads
 #
 # Binaries: --bundle DIR (bin/baton inside), else build-device/bin/baton,
 # else build-release/src/cli/baton, else build/src/cli/baton.
@@ -43,7 +49,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "$PROG: error: $*" >&2; exit 2; }
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
 
-ALL="barrier hier locks64 rw delegation"
+ALL="delegation hier fifo barrier locks64 rw"
 small=0 out="" bundle="" only=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -69,12 +75,13 @@ done
 
 P=$(nproc)
 if [ $small -eq 1 ]; then
-    P=2 D=0.03 R=1 ROUNDS=1 NBAR="2" TSRV="1,2" TRW="2" TPQ="2" BOX=0.05
+    P=2 D=0.03 R=1 ROUNDS=1 NBAR="2" TSRV="1,2" TRW="2" TPQ="2" TFIFO="2" BOX=0.05
 else
     D=0.2 R=3 ROUNDS=3 NBAR="8,$P" BOX=0.1
     TSRV=$(printf '%s\n' 1 2 4 8 $((P - 1)) | sort -nu | paste -sd,)
     TRW=$(printf '%s\n' 2 8 "$P" | sort -nu | paste -sd,)
     TPQ=$(printf '%s\n' 8 "$P" | sort -nu | paste -sd,)
+    TFIFO=$(printf '%s\n' 8 $((P - 1)) "$P" | sort -nu | paste -sd,)
 fi
 if [ -z "$out" ]; then
     if [ $small -eq 1 ]; then out=$REPO/results/device-small/$(date -u +%F)/leads
@@ -113,6 +120,23 @@ log "$PROG: $P CPUs; baton $BATON; out $OUT"
     echo "cpus: $P; small: $small"
 } >>"$OUT/run.txt"
 
+# The leads run in this order, the newest questions first: a call cut
+# short by its time limit keeps what ran.
+if want delegation; then
+    run delegation 1 all delegation -- bench pq \
+        --locks qd,qd:yield,ccsynch,ccsynch:yield,fc,fc:yield \
+        --threads "$TPQ" --local-work 0,128 --duration $D --repeat $R
+fi
+if want hier; then
+    run hier 1 all hier -- bench server \
+        --locks server:spinpark,server:spin,server:spinpark,hier,server:spinpark,hier,chain,default \
+        --threads "$TSRV" --interval-cycles 200 --workloads counter --duration $D --repeat $R
+fi
+if want fifo; then
+    run fifo 1 all fifo -- bench micro \
+        --locks mcs:spinpark,mcs:spin,ticket:spinpark,ticket:spin,default \
+        --threads "$TFIFO" --shared-lines 10 --local-work 0 --duration $D --repeat $R
+fi
 if want barrier; then
     for r in $(seq 1 $ROUNDS); do
         for v in calibrated 200us; do
@@ -122,11 +146,6 @@ if want barrier; then
                 --threads "$NBAR" --work-ns 0,1000 --episodes 20000 --time-box $BOX
         done
     done
-fi
-if want hier; then
-    run hier 1 all hier -- bench server \
-        --locks server:spinpark,server:spinpark,hier,server:spinpark,hier,chain,default \
-        --threads "$TSRV" --interval-cycles 200 --workloads counter --duration $D --repeat $R
 fi
 if want locks64; then
     for h in 0 1; do
@@ -139,11 +158,6 @@ if want rw; then
     run rw 1 all rw -- bench rw \
         --locks "rw(default),prefer_readers,rw(default),rw(relay),prefer_readers,peer:absl_mutex_rw,peer:pthread_rwlock_rp" \
         --threads "$TRW" --reads 80,95 --local-work 0 --duration $D --repeat $R
-fi
-if want delegation; then
-    run delegation 1 all delegation -- bench pq \
-        --locks qd,qd:yield,ccsynch,ccsynch:yield,fc,fc:yield \
-        --threads "$TPQ" --local-work 0,128 --duration $D --repeat $R
 fi
 log "done: $FAILED failed; $OUT"
 [ $FAILED -eq 0 ]
