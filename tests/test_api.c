@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../src/api/registry.h" /* test_tryrlock(): the kind table */
+#include "../src/api/registry.h"       /* test_tryrlock(): the kind table */
+#include "../src/wait/wait_internal.h" /* test_owed_wakes(): the owed-wake list */
 
 /* A second thread that runs lock operations on request, so that tests can
  * act as "another thread" that keeps its identity between operations. */
@@ -546,6 +547,62 @@ static void test_full_spin(void)
     }
 }
 
+/* Wakes owed (wait_internal.h): a helper publishes to parked waiters with
+ * baton_wait_store_owed() and pays with baton_wake_owed().  More sleepers
+ * than the list holds: the store that finds it full wakes the first 32 at
+ * once, and the payment wakes the rest.  Every sleeper parks without a
+ * timeout (the park policy), so one the list forgot would sleep on. */
+enum { OWED_SLEEPERS = BATON_OWED_MAX + 8 };
+static _Atomic uint32_t owed_word[OWED_SLEEPERS];
+static _Atomic int owed_back;
+
+static void *owed_sleeper(void *arg)
+{
+    baton_wait_t w;
+    (void)baton_wait_init(&w, BATON_WAIT_PARK);
+    (void)baton_wait_while_eq(&w, &owed_word[(intptr_t)arg], 0u);
+    atomic_fetch_add_explicit(&owed_back, 1, memory_order_relaxed);
+    return NULL;
+}
+
+static void test_owed_wakes(void)
+{
+    pthread_t t[OWED_SLEEPERS];
+    baton_wait_t w;
+    CHECK(baton_wait_init(&w, BATON_WAIT_PARK) == 0, "park init");
+    for (intptr_t i = 0; i < OWED_SLEEPERS; i++) {
+        atomic_init(&owed_word[i], 0u);
+        if (pthread_create(&t[i], NULL, owed_sleeper, (void *)i) != 0) {
+            printf("FAIL: pthread_create\n");
+            exit(1);
+        }
+    }
+    /* Every sleeper has marked its word parked; then a moment for the last
+     * ones to enter the kernel. */
+    for (int i = 0; i < OWED_SLEEPERS; i++)
+        while (!(atomic_load_explicit(&owed_word[i], memory_order_relaxed) & BATON_WAIT_PARKED))
+            usleep(100);
+    usleep(20000);
+    baton_owed_t o;
+    baton_owed_init(&o);
+    for (int i = 0; i < OWED_SLEEPERS; i++)
+        baton_wait_store_owed(&w, &owed_word[i], 1u, &o);
+    CHECK(o.n == OWED_SLEEPERS - BATON_OWED_MAX, "owed list holds %u after %d stores, expected %u", o.n,
+          OWED_SLEEPERS, (unsigned)(OWED_SLEEPERS - BATON_OWED_MAX));
+    baton_wake_owed(&o);
+    CHECK(o.n == 0, "owed list not empty after the payment: %u", o.n);
+    /* All back within 5 s, or the list lost wakes. */
+    for (int ms = 0; ms < 5000 && atomic_load_explicit(&owed_back, memory_order_relaxed) < OWED_SLEEPERS;
+         ms++)
+        usleep(1000);
+    int back = atomic_load_explicit(&owed_back, memory_order_relaxed);
+    CHECK(back == OWED_SLEEPERS, "%d of %d sleepers woke: the owed wakes lost some", back, OWED_SLEEPERS);
+    for (int i = 0; i < OWED_SLEEPERS; i++)
+        baton_wake_all(&owed_word[i]); /* so that a failed run still joins */
+    for (int i = 0; i < OWED_SLEEPERS; i++)
+        pthread_join(t[i], NULL);
+}
+
 static void test_registry(void)
 {
     const baton_kind_info_t *list;
@@ -622,6 +679,7 @@ int main(void)
     test_registry();
     test_layout();
     test_full_spin();
+    test_owed_wakes();
     pthread_mutex_lock(&agent.m);
     agent.quit = 1;
     pthread_cond_broadcast(&agent.cv);
