@@ -218,7 +218,6 @@ static void check_totals(const char *spec, int threads, shared_t *s, uint64_t op
           (unsigned long long)st.helped_ops, (unsigned long long)ops);
 }
 
-/* Returns how many operations a thread other than their caller ran. */
 /* Run `threads` threads on spec for millis ms and check the totals; returns
  * how many operations ran on a thread other than their caller's, and the
  * lock's statistics in *stats (NULL: not wanted). */

@@ -72,27 +72,24 @@ static inline void baton_future_prepare(baton_future_t *f, const baton_wait_t *w
     memcpy(&f->wait, w, sizeof *w);
 }
 
-/* Mark f ready.  Release (inside baton_wait_store, or the store below): pairs
- * with the acquire of baton_future_wait()/baton_future_ready(), so whatever
- * the operation wrote is visible to the waiter.  After this store the waiter
- * may free f: nothing touches it afterwards except the wake, which only
- * hashes the address. */
-static inline void baton_future_complete(baton_future_t *f, int status)
-{
-    baton_wait_t w;
-    memcpy(&w, &f->wait, sizeof w);
-    f->status = status;
-    baton_wait_store(&w, &f->state, 1u);
-}
-
-/* baton_future_complete() from a serial path: a parked waiter's wake is
- * owed to o (wait_internal.h says when to pay it). */
+/* Mark f ready.  Release (inside baton_wait_store_owed()): pairs with the
+ * acquire of baton_future_wait()/baton_future_ready(), so whatever the
+ * operation wrote is visible to the waiter.  After this store the waiter may
+ * free f: nothing touches it afterwards except the wake, which goes by
+ * address.  A parked waiter's wake is owed to o (a helper on its serial
+ * path: wait_internal.h says when to pay it), or with o NULL done at once. */
 static inline void baton_future_complete_owed(baton_future_t *f, int status, baton_owed_t *o)
 {
     baton_wait_t w;
     memcpy(&w, &f->wait, sizeof w);
     f->status = status;
     baton_wait_store_owed(&w, &f->state, 1u, o);
+}
+
+/* Mark f ready, a parked waiter woken at once. */
+static inline void baton_future_complete(baton_future_t *f, int status)
+{
+    baton_future_complete_owed(f, status, NULL);
 }
 
 /* Mark f ready when no thread can be waiting on it yet: the operation ran
@@ -105,15 +102,21 @@ static inline void baton_future_complete_own(baton_future_t *f, int status)
 }
 
 /* Run fn(ctx) as the operation of `lock` (frame pushed), then complete f if
- * there is one. */
-static inline void baton_run_op(const void *lock, baton_fn fn, void *ctx, baton_future_t *f)
+ * there is one, its waiter's wake owed to o (NULL: woken at once). */
+static inline void baton_run_op_owed(const void *lock, baton_fn fn, void *ctx, baton_future_t *f,
+                                     baton_owed_t *o)
 {
     baton_cs_frame_t frame;
     baton_cs_enter(&frame, lock);
     fn(ctx);
     baton_cs_leave(&frame);
     if (f)
-        baton_future_complete(f, 0);
+        baton_future_complete_owed(f, 0, o);
+}
+
+static inline void baton_run_op(const void *lock, baton_fn fn, void *ctx, baton_future_t *f)
+{
+    baton_run_op_owed(lock, fn, ctx, f, NULL);
 }
 
 #endif

@@ -230,12 +230,8 @@ static inline void cc_publish(cc_lock_t *l, cc_node_t *n, uint32_t v, baton_owed
     }
     /* acq_rel: release as above; we must see whether the parked bit was set
      * before our value landed. */
-    if (baton_xchg(&n->wait, v, memory_order_acq_rel) & BATON_WAIT_PARKED) {
-        if (o)
-            baton_owe_wake(o, &n->wait);
-        else
-            baton_wake_all(&n->wait); /* by address: n may be reused already */
-    }
+    if (baton_xchg(&n->wait, v, memory_order_acq_rel) & BATON_WAIT_PARKED)
+        baton_owe_wake(o, &n->wait); /* by address: n may be reused already */
 }
 
 /* Whether n's owner sleeps (or is about to), as far as a racy look can

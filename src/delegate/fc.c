@@ -116,12 +116,7 @@ static void *fc_make(baton_slot_owner_t *o)
  * (wait_internal.h). */
 static void fc_run(fc_lock_t *l, fc_rec_t *r, baton_owed_t *o)
 {
-    baton_cs_frame_t frame;
-    baton_cs_enter(&frame, l);
-    r->fn(r->arg);
-    baton_cs_leave(&frame);
-    if (r->f)
-        baton_future_complete_owed(r->f, 0, o);
+    baton_run_op_owed(l, r->fn, r->arg, r->f, o);
     /* Release (inside): pairs with the owner's acquire in fc_wait(), so the
      * operation's effects are visible when it returns.  After this the
      * combiner does not touch the request fields again. */

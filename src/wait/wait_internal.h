@@ -95,13 +95,19 @@ static inline void baton_wake_owed(baton_owed_t *o)
     if (BATON_UNLIKELY(o->n != 0)) /* most sessions owe nothing */
         baton_wake_owed_all(o);
 }
+/* Owe word's wake to o; with o NULL, wake it at once (a caller that is not
+ * on a serial path, or a wake that must not wait: a hand-over). */
 static inline void baton_owe_wake(baton_owed_t *o, _Atomic uint32_t *word)
 {
+    if (o == NULL) {
+        baton_wake_all(word);
+        return;
+    }
     if (o->n == BATON_OWED_MAX)
         baton_wake_owed_all(o);
     o->word[o->n++] = word;
 }
-/* baton_wait_store(), the wake owed to o. */
+/* baton_wait_store(), the wake owed to o (NULL: baton_wait_store()). */
 static inline void baton_wait_store_owed(const baton_wait_t *w, _Atomic uint32_t *word, uint32_t v,
                                          baton_owed_t *o)
 {
