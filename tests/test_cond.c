@@ -35,23 +35,7 @@
 #include <time.h>
 
 #include "check.h"
-
-static struct timespec after_ns(clockid_t c, int64_t ns)
-{
-    struct timespec t;
-    clock_gettime(c, &t);
-    int64_t total = (int64_t)t.tv_nsec + ns;
-    t.tv_sec += (time_t)(total / 1000000000);
-    t.tv_nsec = (long)(total % 1000000000);
-    return t;
-}
-
-static int64_t since_ns(clockid_t c, const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(c, &now);
-    return (int64_t)(now.tv_sec - t->tv_sec) * 1000000000 + (now.tv_nsec - t->tv_nsec);
-}
+#include "deadline.h"
 
 /* --- a condition variable as a table, so that a broken one can stand in ---- */
 
@@ -417,7 +401,8 @@ static void timeouts(const char *spec)
     CHECK(baton_cond_clockwait(c, l, CLOCK_PROCESS_CPUTIME_ID, &ok) == EINVAL, "%s: a bad clock", spec);
     CHECK(held(l), "%s: EINVAL leaves the lock held", spec);
     struct timespec past = after_ns(CLOCK_MONOTONIC, -1000000);
-    CHECK(baton_cond_clockwait(c, l, CLOCK_MONOTONIC, &past) == ETIMEDOUT, "%s: a past deadline", spec);
+    int rc = baton_cond_clockwait(c, l, CLOCK_MONOTONIC, &past);
+    CHECK(rc == ETIMEDOUT, "%s: a past deadline: %d", spec, rc);
     baton_unlock(l);
     CHECK(baton_cond_free(c) == 0, "%s: free", spec);
     CHECK(baton_lock_free(l) == 0, "%s: free the lock", spec);

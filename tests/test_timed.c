@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "deadline.h"
 
 /* --- the locks under test, as a small table ---------------------------------- */
 
@@ -109,28 +110,6 @@ static int k_clocklock(void *l, clockid_t c, const struct timespec *t)
 static const ops_t broken_ops = {k_create, k_destroy, k_lock, k_trylock, k_unlock, k_clocklock};
 
 /* --- time --------------------------------------------------------------------- */
-
-static struct timespec after_ns(clockid_t c, int64_t ns)
-{
-    struct timespec t;
-    clock_gettime(c, &t);
-    int64_t total = (int64_t)t.tv_nsec + ns;
-    t.tv_sec += (time_t)(total / 1000000000);
-    t.tv_nsec = (long)(total % 1000000000);
-    if (t.tv_nsec < 0) {
-        t.tv_nsec += 1000000000;
-        t.tv_sec--;
-    }
-    return t;
-}
-
-/* now - t in ns on clock c (negative: before t). */
-static int64_t since_ns(clockid_t c, const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(c, &now);
-    return (int64_t)(now.tv_sec - t->tv_sec) * 1000000000 + (now.tv_nsec - t->tv_nsec);
-}
 
 static void sleep_ms(long ms)
 {
