@@ -9,8 +9,9 @@
  *   yield     poll, calling sched_yield() between reads.
  *   park      no spinning: sleep in the kernel (futex) at once.
  *   spinpark  spin, then park.  The budget B is the cost of one park
- *             measured on the running machine at start-up (see
- *             baton_calibration()); each wait spins for a random share of
+ *             measured on the running machine (baton_calibration(): in
+ *             the background, from the first wait that needs it; waits
+ *             before it is done use a default); each wait spins for a random share of
  *             it (drawn so that a wait costs on average at most e/(e-1) =
  *             1.58 times what the better of spinning and parking would
  *             have: the randomised spin-then-block argument; a fixed B
@@ -198,7 +199,10 @@ BATON_API int baton_wait_while_eq_until(const baton_wait_t *w, _Atomic uint32_t 
  * d has passed. */
 BATON_API bool baton_waiter_pause_until(baton_waiter_t *s, const baton_deadline_t *d);
 
-/* Costs measured on the running machine, once, at first use. */
+/* Costs measured on the running machine, once per process.  The waits
+ * start the measurement on a short-lived background thread and never wait
+ * for it; baton_calibration() returns it, waiting for a measurement under
+ * way or running it in the calling thread (tens of ms). */
 typedef struct baton_calibration {
     double pause_ns;       /* one spin hint */
     double xchg_ns;        /* uncontended atomic exchange */

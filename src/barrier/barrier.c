@@ -74,7 +74,10 @@ static void choose_policy(baton_barrier_t *b, int asked, const baton_opts_t *o, 
     if (yield_us == BAR_YIELD_AUTO) {
         uint64_t ns = 0;
         if (asked == BATON_WAIT_AUTO && oversubscribed) {
-            double budget = baton_calibration()->spin_budget_ns;
+            /* Never waits for the calibration (it may take tens of ms
+             * on a busy machine): until it is published, the minimum. */
+            const baton_calibration_t *c = baton_calibration_start();
+            double budget = c != NULL ? c->spin_budget_ns : 0.0;
             ns = budget > YIELD_BUDGET_MIN_NS ? (uint64_t)budget : YIELD_BUDGET_MIN_NS;
         }
         yield_us = (ns + 999u) / 1000u;

@@ -11,14 +11,23 @@
  * The wake-up latency after a long idle (the CPU halted) is measured too,
  * for reports: a hypervisor's idle path makes it tens of microseconds.
  *
- * The measurement runs at the first wait that needs a budget (or when
- * baton_calibration() is called: baton info, the benches), costs a few
- * milliseconds, and can be skipped with BATON_SPIN_BUDGET_NS=<ns>.
+ * The measurement takes 6-7 ms of wall time on the project's 2-CPU VM,
+ * 17-20 ms beside one CPU-bound process, 127-199 ms beside two, and took
+ * 2.9 s beside three before its loops were bounded in time (2000
+ * sched_yield()s that each gave the CPU away for a slice; now 40-50 ms).
+ * No program thread waits for it: the first wait that needs a budget
+ * starts it on a short-lived background thread (baton_calibration_start())
+ * and goes on with the defaults of wait.c, as every wait does until the
+ * result is published.  Only baton_calibration() itself (baton info, the
+ * benches) waits for it, or runs it in the calling thread if nobody has
+ * started it.
+ * BATON_SPIN_BUDGET_NS=<ns> skips the wake-up measurement.
  */
 #include "wait_internal.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +38,16 @@
  * any futex round trip we have seen, even under nested virtualisation. */
 #define BUDGET_MIN_NS 1000.0
 #define BUDGET_MAX_NS 200000.0
-/* Wake-up latency samples; the median is used. */
+/* Wake-up latency samples; the median of those taken is used.  The rounds
+ * stop at WAKE_SPAN_NS of wall time, and the timed loops below at
+ * LOOP_SPAN_NS, so that a loaded machine (where every round waits for a
+ * CPU) ends the measurement early rather than late. */
 #define WAKE_SAMPLES 7
+#define WAKE_SPAN_NS 25000000u
+#define LOOP_SPAN_NS 1000000u
+/* The park cost assumed when no wake-up was measured in WAKE_SPAN_NS: the
+ * middle of the 10-30 us measured on the project's VMs. */
+#define PARK_COST_FALLBACK_NS 20000.0
 /* The largest backoff delay is a sixteenth of the spin budget, so that a
  * backoff waiter re-reads the word many times within what one park/wake
  * would cost, bounded to [0.5 us, 8 us]. */
@@ -40,13 +57,21 @@
 
 static baton_calibration_t cal;
 static double tsc_per_ns;
-static pthread_once_t cal_once = PTHREAD_ONCE_INIT;
 
 double baton_tsc_per_ns(void)
 {
     (void)baton_calibration();
     return tsc_per_ns;
 }
+
+double baton_tsc_per_ns_ready(void) { return baton_calibration_ready() != NULL ? tsc_per_ns : 0.0; }
+
+/* The calibration's threads (the background one, the prober, the sleeper)
+ * need little stack: 256 KiB each rather than the default 8 MiB of address
+ * space, which a program near its RLIMIT_AS would miss. */
+#define CAL_STACK_BYTES (256u * 1024u)
+
+static void cal_stack(pthread_attr_t *attr) { (void)pthread_attr_setstacksize(attr, CAL_STACK_BYTES); }
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -59,12 +84,22 @@ static int cmp_double(const void *a, const void *b)
 struct wake_probe {
     _Atomic uint32_t word;    /* 0: keep sleeping; 1: wake */
     _Atomic uint32_t ready;   /* sleeper is about to park for round r */
+    _Atomic uint32_t stop;    /* 1: the prober is done; the sleeper returns */
     _Atomic uint64_t woke_ns; /* when the sleeper ran again */
     _Atomic uint64_t cpu_ns;  /* the sleeper's CPU time for that park and wake */
     int rounds;
 };
 
 static uint64_t thread_cpu_ns(void) { return baton_clock_ns(CLOCK_THREAD_CPUTIME_ID); }
+
+/* The prober ends the rounds early by storing stop, then word = 1 with a
+ * wake: the sleeper reads stop after every change of word it sees.
+ * Acquire on those loads of word pairs with the prober's release store,
+ * so a word that changed for the stop shows the stop too. */
+static bool sleeper_stopped(struct wake_probe *p)
+{
+    return atomic_load_explicit(&p->stop, memory_order_relaxed);
+}
 
 static void *sleeper(void *arg)
 {
@@ -75,22 +110,29 @@ static void *sleeper(void *arg)
         atomic_store_explicit(&p->ready, (uint32_t)r, memory_order_release);
         while (atomic_load_explicit(&p->word, memory_order_acquire) == 0)
             baton_park(&p->word, 0);
+        if (sleeper_stopped(p))
+            return NULL;
         uint64_t now = baton_now_ns();
         atomic_store_explicit(&p->cpu_ns, thread_cpu_ns() - c0, memory_order_relaxed);
         /* Release: publishes cpu_ns with it (the prober's acquire). */
         atomic_store_explicit(&p->woke_ns, now, memory_order_release);
-        while (atomic_load_explicit(&p->word, memory_order_acquire) != 0)
+        while (atomic_load_explicit(&p->word, memory_order_acquire) != 0) {
+            if (sleeper_stopped(p))
+                return NULL;
             sched_yield(); /* wait for the prober to re-arm */
+        }
     }
     return NULL;
 }
 
-/* Wake a parked thread WAKE_SAMPLES times, each `gap_ns` after it said it
- * was about to park; the median latency (wake call to the thread running),
- * and in *cpu_ns the median CPU time the sleeper spent on one park and wake.
- * deep: the prober sleeps through the gap, so both CPUs may go idle (as
- * under a parked lock waiter that waits long); else it spins through it (a
- * wait that ends soon: what the spin budget is about). */
+/* Wake a parked thread up to WAKE_SAMPLES times, each `gap_ns` after it said
+ * it was about to park, for at most WAKE_SPAN_NS; the median latency (wake
+ * call to the thread running) of the rounds that completed, and in *cpu_ns
+ * the median CPU time the sleeper spent on one park and wake; -1 if no
+ * round completed (or no thread could be started).  deep: the prober sleeps
+ * through the gap, so both CPUs may go idle (as under a parked lock waiter
+ * that waits long); else it spins through it (a wait that ends soon: what
+ * the spin budget is about). */
 static double measure_wakeup_on(uint64_t gap_ns, bool deep, double *cpu_ns, const cpu_set_t *sleeper_cpu)
 {
     struct wake_probe p;
@@ -100,16 +142,24 @@ static double measure_wakeup_on(uint64_t gap_ns, bool deep, double *cpu_ns, cons
     *cpu_ns = 0.0;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
+    cal_stack(&attr);
     if (sleeper_cpu)
         (void)pthread_attr_setaffinity_np(&attr, sizeof *sleeper_cpu, sleeper_cpu);
     int rc = pthread_create(&t, &attr, sleeper, &p);
     pthread_attr_destroy(&attr);
     if (rc != 0)
-        return 0.0;
+        return -1.0;
+    const uint64_t end = baton_now_ns() + WAKE_SPAN_NS;
     double samples[WAKE_SAMPLES], cpu[WAKE_SAMPLES];
+    int n = 0;
     for (int r = 1; r <= WAKE_SAMPLES; r++) {
-        while (atomic_load_explicit(&p.ready, memory_order_acquire) != (uint32_t)r)
+        bool late = false;
+        while (atomic_load_explicit(&p.ready, memory_order_acquire) != (uint32_t)r && !late) {
             sched_yield();
+            late = baton_now_ns() > end;
+        }
+        if (late)
+            break;
         /* Give the sleeper time to enter the kernel. */
         if (deep) {
             struct timespec d = {0, (long)gap_ns};
@@ -125,17 +175,28 @@ static double measure_wakeup_on(uint64_t gap_ns, bool deep, double *cpu_ns, cons
         baton_wake_all(&p.word);
         uint64_t t1;
         /* Acquire pairs with the sleeper's release of woke_ns (and cpu_ns). */
-        while ((t1 = atomic_load_explicit(&p.woke_ns, memory_order_acquire)) == 0)
+        while ((t1 = atomic_load_explicit(&p.woke_ns, memory_order_acquire)) == 0 && !late) {
             sched_yield();
-        samples[r - 1] = (double)(t1 - t0);
-        cpu[r - 1] = (double)atomic_load_explicit(&p.cpu_ns, memory_order_relaxed);
+            late = baton_now_ns() > end;
+        }
+        if (late)
+            break;
+        samples[n] = (double)(t1 - t0);
+        cpu[n++] = (double)atomic_load_explicit(&p.cpu_ns, memory_order_relaxed);
         atomic_store_explicit(&p.word, 0, memory_order_release);
     }
+    /* Relaxed: the release store of word below publishes it (the sleeper
+     * reads stop after an acquire load of word). */
+    atomic_store_explicit(&p.stop, 1u, memory_order_relaxed);
+    atomic_store_explicit(&p.word, 1, memory_order_release);
+    baton_wake_all(&p.word);
     pthread_join(t, NULL);
-    qsort(samples, WAKE_SAMPLES, sizeof samples[0], cmp_double);
-    qsort(cpu, WAKE_SAMPLES, sizeof cpu[0], cmp_double);
-    *cpu_ns = cpu[WAKE_SAMPLES / 2];
-    return samples[WAKE_SAMPLES / 2];
+    if (n == 0)
+        return -1.0;
+    qsort(samples, (size_t)n, sizeof samples[0], cmp_double);
+    qsort(cpu, (size_t)n, sizeof cpu[0], cmp_double);
+    *cpu_ns = cpu[n / 2];
+    return samples[n / 2];
 }
 
 /* The measurement runs on a prober thread and a sleeper thread pinned to two
@@ -172,6 +233,7 @@ static double measure_wakeup(uint64_t gap_ns, bool deep, double *cpu_ns)
     j.pinned = found == 2;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
+    cal_stack(&attr);
     if (j.pinned)
         (void)pthread_attr_setaffinity_np(&attr, sizeof prober_cpu, &prober_cpu);
     pthread_t t;
@@ -207,23 +269,36 @@ static double time_xchg(void)
     return (double)(baton_now_ns() - t0) / n;
 }
 
+/* Up to 2000 calls, for at most LOOP_SPAN_NS: beside CPU-bound processes
+ * one sched_yield() gives the CPU away for a scheduler slice (1.4 ms was
+ * measured beside three), and 2000 of them took 2.8 s. */
 static double time_yield(void)
 {
     const int n = 2000;
-    uint64_t t0 = baton_now_ns();
-    for (int i = 0; i < n; i++)
+    const uint64_t t0 = baton_now_ns();
+    uint64_t t = t0;
+    int i = 0;
+    while (i < n && t - t0 < LOOP_SPAN_NS) {
         sched_yield();
-    return (double)(baton_now_ns() - t0) / n;
+        i++;
+        t = baton_now_ns();
+    }
+    return (double)(t - t0) / i;
 }
 
 static double time_futex_wake(void)
 {
     const int n = 2000;
     _Atomic uint32_t w = 0;
-    uint64_t t0 = baton_now_ns();
-    for (int i = 0; i < n; i++)
+    const uint64_t t0 = baton_now_ns();
+    uint64_t t = t0;
+    int i = 0;
+    while (i < n && t - t0 < LOOP_SPAN_NS) {
         baton_wake_one(&w);
-    return (double)(baton_now_ns() - t0) / n;
+        i++;
+        t = baton_now_ns();
+    }
+    return (double)(t - t0) / i;
 }
 
 /* The TSC against the clock over a 2 ms sleep. */
@@ -270,7 +345,7 @@ static void calibrate(void)
          * That one is measured only when asked for (baton info): it costs
          * 2-3 ms, too much for every process's start-up. */
         double lat_soon = measure_wakeup(20000, false, &cpu_soon);
-        cal.park_cost_ns = lat_soon + cpu_soon;
+        cal.park_cost_ns = lat_soon >= 0.0 ? lat_soon + cpu_soon : PARK_COST_FALLBACK_NS;
         cal.spin_budget_ns = clamp(cal.park_cost_ns, BUDGET_MIN_NS, BUDGET_MAX_NS);
     }
     /* One spin iteration is a load plus a spin hint; the hint dominates. */
@@ -287,7 +362,8 @@ static pthread_once_t idle_once = PTHREAD_ONCE_INIT;
 static void measure_idle(void)
 {
     double cpu;
-    idle_latency_ns = measure_wakeup(300000, true, &cpu);
+    double ns = measure_wakeup(300000, true, &cpu);
+    idle_latency_ns = ns > 0.0 ? ns : 0.0; /* 0: not measured */
 }
 
 double baton_wakeup_latency_idle(void)
@@ -296,35 +372,101 @@ double baton_wakeup_latency_idle(void)
     return idle_latency_ns;
 }
 
-/* 0: not started; 1: a thread runs it; 2: done. */
-static _Atomic int cal_state;
+/* --- who runs it, and when ---------------------------------------------------
+ *
+ * cal_state: CAL_NONE -> CAL_RUNNING (one thread, elected by CAS) ->
+ * CAL_DONE (release: publishes `cal` and tsc_per_ns).  Threads that must
+ * have the result (baton_calibration()) sleep on the word while it reads
+ * CAL_RUNNING; the publisher wakes them.
+ *
+ * A fork while it runs leaves the child with CAL_RUNNING and no thread to
+ * finish it: the child handler (registered when the library is loaded,
+ * before any thread can start a calibration) sets the word back to
+ * CAL_NONE, and the child's next need starts it again. */
+enum { CAL_NONE = 0, CAL_RUNNING = 1, CAL_DONE = 2 };
+static _Atomic uint32_t cal_state;
 
-static void calibrate_once(void)
+static void cal_child(void)
+{
+    /* Relaxed: the child has one thread. */
+    if (atomic_load_explicit(&cal_state, memory_order_relaxed) == CAL_RUNNING)
+        atomic_store_explicit(&cal_state, CAL_NONE, memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void cal_register_fork(void)
+{
+    (void)pthread_atfork(NULL, NULL, cal_child);
+}
+
+static bool cal_claim(void)
+{
+    uint32_t expected = CAL_NONE;
+    /* Relaxed: only elects the thread that calibrates; the result is
+     * published by cal_publish()'s release. */
+    return atomic_compare_exchange_strong_explicit(&cal_state, &expected, CAL_RUNNING, memory_order_relaxed,
+                                                   memory_order_relaxed);
+}
+
+static void cal_run(void)
 {
     calibrate();
-    /* Release: publishes `cal` to baton_calibration_ready()'s acquire. */
-    atomic_store_explicit(&cal_state, 2, memory_order_release);
+    /* Release: publishes `cal` and tsc_per_ns to baton_calibration_ready()'s
+     * acquire. */
+    atomic_store_explicit(&cal_state, CAL_DONE, memory_order_release);
+    baton_wake_all(&cal_state);
+}
+
+static void *cal_thread(void *arg)
+{
+    (void)arg;
+    (void)pthread_setname_np(pthread_self(), "baton-calib"); /* for ps and top */
+    cal_run();
+    return NULL;
 }
 
 const baton_calibration_t *baton_calibration(void)
 {
-    pthread_once(&cal_once, calibrate_once);
-    return &cal;
+    for (;;) {
+        /* Acquire pairs with the release in cal_run(). */
+        uint32_t st = atomic_load_explicit(&cal_state, memory_order_acquire);
+        if (st == CAL_DONE)
+            return &cal;
+        if (st == CAL_NONE) {
+            if (cal_claim())
+                cal_run();
+            continue;
+        }
+        baton_park(&cal_state, CAL_RUNNING);
+    }
 }
 
 const baton_calibration_t *baton_calibration_ready(void)
 {
-    /* Acquire pairs with the release store in calibrate_once(). */
-    return atomic_load_explicit(&cal_state, memory_order_acquire) == 2 ? &cal : NULL;
+    /* Acquire pairs with the release store in cal_run(). */
+    return atomic_load_explicit(&cal_state, memory_order_acquire) == CAL_DONE ? &cal : NULL;
 }
 
 const baton_calibration_t *baton_calibration_start(void)
 {
-    int expected = 0;
-    /* Relaxed: only elects the thread that calibrates; the result is
-     * published through pthread_once and cal_state's release. */
-    if (!atomic_compare_exchange_strong_explicit(&cal_state, &expected, 1, memory_order_relaxed,
-                                                 memory_order_relaxed))
-        return baton_calibration_ready();
-    return baton_calibration();
+    const baton_calibration_t *c = baton_calibration_ready();
+    if (c != NULL || !cal_claim())
+        return c;
+    /* A detached thread with every signal blocked (the program's signals
+     * are for its own threads). */
+    pthread_attr_t attr;
+    pthread_t t;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0) {
+        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        cal_stack(&attr);
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        rc = pthread_create(&t, &attr, cal_thread, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+    }
+    if (rc != 0)
+        cal_run(); /* no thread to be had: here, bounded as it is */
+    return baton_calibration_ready();
 }

@@ -71,11 +71,12 @@ int baton_wait_init(baton_wait_t *w, baton_wait_kind kind)
  * less where a hint is cheaper), backoff's largest delay is 64 hints. */
 #define DEFAULT_SPIN_ITERS 2048u
 #define DEFAULT_BACKOFF_MAX 64u
+#define DEFAULT_PAUSE_NS 24.0
 
 /* A policy's budget: its own, or the calibrated one.  The first thread to
- * need the calibration runs it (a few milliseconds, once per process,
- * inside a wait that was going to wait anyway); threads that need it
- * meanwhile use the defaults above rather than wait for it. */
+ * need the calibration starts it on a background thread (calibrate.c);
+ * until it is published every wait uses the defaults above rather than
+ * wait for it. */
 static uint32_t lazy_budget(const baton_wait_t *w)
 {
     if (BATON_LIKELY(w->budget != 0))
@@ -152,20 +153,23 @@ bool baton_waiter_pause(baton_waiter_t *s, const _Atomic uint32_t *addr, uint32_
     case BATON_WAIT_MONITOR: {
         if (s->spins >= lazy_budget(w))
             return false;
-        const baton_calibration_t *c = baton_calibration();
+        /* Until the calibration is published (lazy_budget() started it):
+         * the TSC unknown, so the cycle counts below, and the pause the
+         * defaults assume. */
+        const baton_calibration_t *c = baton_calibration_ready();
+        const double pause_ns = c != NULL ? c->pause_ns : DEFAULT_PAUSE_NS;
+        double tpn = baton_tsc_per_ns_ready();
         if (addr == NULL) {
             /* Nothing to watch: one spin hint's worth of timed pause. */
-            double tpn = baton_tsc_per_ns();
             s->spins++;
-            baton_monitor_pause(w->hw, tpn > 0.0 ? (uint64_t)(c->pause_ns * tpn) : 100u);
+            baton_monitor_pause(w->hw, tpn > 0.0 ? (uint64_t)(pause_ns * tpn) : 100u);
             return true;
         }
-        double tpn = baton_tsc_per_ns();
         uint64_t cycles = tpn > 0.0 ? (uint64_t)(MONITOR_CHUNK_NS * tpn) : 4000u;
         uint64_t t0 = baton_now_ns();
         baton_monitor_wait(w->hw, addr, val, cycles);
         /* Charge the time actually slept against the budget, in spin units. */
-        double slept = (double)(baton_now_ns() - t0) / c->pause_ns;
+        double slept = (double)(baton_now_ns() - t0) / pause_ns;
         s->spins += slept < 1.0 ? 1u : (uint32_t)(slept > 1e9 ? 1e9 : slept);
         return true;
     }

@@ -13,13 +13,18 @@ void baton_monitor_wait(uint8_t hw, const _Atomic uint32_t *word, uint32_t val, 
 void baton_monitor_pause(uint8_t hw, uint64_t cycles);
 uint64_t baton_rdtsc(void);
 
-/* TSC cycles per nanosecond, measured by calibration (0 if unknown). */
+/* TSC cycles per nanosecond, measured by calibration (0 if unknown); waits
+ * for the calibration, as baton_calibration() does. */
 double baton_tsc_per_ns(void);
+/* The same if the calibration has completed, else 0 (never blocks). */
+double baton_tsc_per_ns_ready(void);
 
 /* The calibration if it has completed, else NULL (never blocks). */
 const baton_calibration_t *baton_calibration_ready(void);
-/* Run the calibration in the calling thread if nobody has started it, and
- * return it; NULL if another thread is running it now. */
+/* The calibration if it has completed; else NULL, after starting it on a
+ * background thread if nobody has (calibrate.c).  Never waits for it: the
+ * waits that need a budget use wait.c's defaults meanwhile.  Where no
+ * thread can be started it runs in the calling thread (tens of ms). */
 const baton_calibration_t *baton_calibration_start(void);
 
 /* Sleep while *word == val until woken or the absolute time abstime
