@@ -46,7 +46,6 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,11 +332,7 @@ static int start_thread(srt_server_t *s)
     CPU_SET(s->cpu, &one);
     rc = pthread_attr_setaffinity_np(&attr, sizeof one, &one);
     if (rc == 0) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        rc = pthread_create(&s->thread, &attr, server_main, s);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        rc = baton_thread_start_masked(&s->thread, &attr, server_main, s);
     }
     if (rc == 0) {
         /* Named here rather than by the thread, so that the name is there

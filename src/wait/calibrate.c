@@ -269,36 +269,39 @@ static double time_xchg(void)
     return (double)(baton_now_ns() - t0) / n;
 }
 
-/* Up to 2000 calls, for at most LOOP_SPAN_NS: beside CPU-bound processes
- * one sched_yield() gives the CPU away for a scheduler slice (1.4 ms was
- * measured beside three), and 2000 of them took 2.8 s. */
-static double time_yield(void)
+/* The mean cost of one call, over up to 2000 calls and at most LOOP_SPAN_NS:
+ * beside CPU-bound processes one sched_yield() gives the CPU away for a
+ * scheduler slice (1.4 ms was measured beside three), and 2000 of them took
+ * 2.8 s. */
+static double time_calls(void (*call)(void *), void *arg)
 {
     const int n = 2000;
     const uint64_t t0 = baton_now_ns();
     uint64_t t = t0;
     int i = 0;
     while (i < n && t - t0 < LOOP_SPAN_NS) {
-        sched_yield();
+        call(arg);
         i++;
         t = baton_now_ns();
     }
     return (double)(t - t0) / i;
 }
 
+static void yield_call(void *arg)
+{
+    (void)arg;
+    sched_yield();
+}
+
+/* A wake with nobody asleep on the word: the system call alone. */
+static void wake_call(void *word) { baton_wake_one(word); }
+
+static double time_yield(void) { return time_calls(yield_call, NULL); }
+
 static double time_futex_wake(void)
 {
-    const int n = 2000;
     _Atomic uint32_t w = 0;
-    const uint64_t t0 = baton_now_ns();
-    uint64_t t = t0;
-    int i = 0;
-    while (i < n && t - t0 < LOOP_SPAN_NS) {
-        baton_wake_one(&w);
-        i++;
-        t = baton_now_ns();
-    }
-    return (double)(t - t0) / i;
+    return time_calls(wake_call, &w);
 }
 
 /* The TSC against the clock over a 2 ms sleep. */
@@ -440,6 +443,16 @@ const baton_calibration_t *baton_calibration(void)
     }
 }
 
+int baton_thread_start_masked(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(t, attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 const baton_calibration_t *baton_calibration_ready(void)
 {
     /* Acquire pairs with the release store in cal_run(). */
@@ -451,19 +464,14 @@ const baton_calibration_t *baton_calibration_start(void)
     const baton_calibration_t *c = baton_calibration_ready();
     if (c != NULL || !cal_claim())
         return c;
-    /* A detached thread with every signal blocked (the program's signals
-     * are for its own threads). */
+    /* A detached thread with every signal blocked. */
     pthread_attr_t attr;
     pthread_t t;
     int rc = pthread_attr_init(&attr);
     if (rc == 0) {
         (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         cal_stack(&attr);
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        rc = pthread_create(&t, &attr, cal_thread, NULL);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        rc = baton_thread_start_masked(&t, &attr, cal_thread, NULL);
         pthread_attr_destroy(&attr);
     }
     if (rc != 0)

@@ -3,6 +3,7 @@
 #define BATON_WAIT_INTERNAL_H
 
 #include <baton/wait.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -125,6 +126,13 @@ static inline void baton_wait_store_owed(const baton_wait_t *w, _Atomic uint32_t
         baton_store(word, v, memory_order_release); /* release: as in baton_wait_store() */
     }
 }
+
+/* pthread_create() for the library's own threads (the calibration's, the
+ * lock servers'): the new thread starts with every signal blocked, since
+ * the program's signals are for the program's threads, and a handler must
+ * not run in the middle of a server's operations (calibrate.c).  The
+ * caller's mask is as it was on return. */
+int baton_thread_start_masked(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* The clock (clock.c): CLOCK_MONOTONIC in nanoseconds, and any other
  * clock (CLOCK_THREAD_CPUTIME_ID, ...) likewise. */
