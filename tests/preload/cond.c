@@ -98,6 +98,7 @@ static void *consumer(void *arg)
         p->count--;
         p->consumed++;
         p->sum += v;
+        atomic_fetch_add_explicit(&ptest_progress, 1, memory_order_relaxed); /* a report (ptest.h) */
         pc_wake(p, &p->not_full);
         CALL(pthread_mutex_unlock(&p->m));
     }
@@ -106,6 +107,7 @@ static void *consumer(void *arg)
 static void test_producer_consumer(int type, int broadcast, const char *phase)
 {
     ptest_phase = phase;
+    atomic_store_explicit(&ptest_progress, 0, memory_order_relaxed); /* of PC_PRODUCERS * PC_ITEMS */
     pc_t p = {.broadcast = broadcast, .producers_left = PC_PRODUCERS};
     make_mutex(&p.m, type);
     REQUIRE(pthread_cond_init(&p.not_empty, NULL), 0);

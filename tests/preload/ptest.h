@@ -33,6 +33,11 @@
 static const char *ptest_name = "?";
 /* What the test is doing, for failure and watchdog messages. */
 static const char *volatile ptest_phase = "start";
+/* How far the phase has got (items done, rounds...), for the watchdog's
+ * message, so that a slow run (a high count) can be told from a hang (a
+ * low one).  Lock-free, so the handler may read it; relaxed everywhere: a
+ * report. */
+static _Atomic long ptest_progress;
 static _Atomic int ptest_failures; /* failed checks, from any thread */
 
 static inline const char *ptest_errname(int e)
@@ -124,8 +129,9 @@ static inline void ptest_on_alarm(int sig)
     (void)sig;
     /* Async-signal-safe: write(2) only. */
     char buf[512];
-    int n = snprintf(buf, sizeof buf, "FAIL %s: watchdog: still in phase '%s' (hang or deadlock)\n",
-                     ptest_name, ptest_phase);
+    int n =
+        snprintf(buf, sizeof buf, "FAIL %s: watchdog: still in phase '%s', progress %ld (hang or deadlock)\n",
+                 ptest_name, ptest_phase, atomic_load_explicit(&ptest_progress, memory_order_relaxed));
     if (n > 0) {
         ssize_t w = write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
         (void)w;
