@@ -1,6 +1,7 @@
 /* indicator.c - reader indicator: allocation and thread indices. */
 #include "indicator.h"
 #include "kind.h"
+#include "topology.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ uint32_t baton_ri_self_slow(void)
 static uint32_t ri_lines(uint32_t slots)
 {
     if (slots == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        int n = baton_topo_online();
         slots = n > 4 ? (uint32_t)n : 4u;
     }
     uint32_t p = 1;

@@ -3,16 +3,33 @@
 #include <baton/atomic.h>
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int baton_topo_ncpus(void)
+/* glibc's sysconf() reads sysfs for these on every call (an open, a read
+ * and a close: 10-30 us on the project's VMs), and lock inits ask (a
+ * program under the interposer that made 740 rwlocks opened
+ * /sys/devices/system/cpu/online 740 times): once per process.  Relaxed:
+ * every thread computes the same value; racing stores agree. */
+static int sysconf_once(_Atomic int *cache, int name)
 {
-    long n = sysconf(_SC_NPROCESSORS_CONF);
-    return n > 0 ? (int)n : 1;
+    int n = baton_load(cache, memory_order_relaxed);
+    if (n == 0) {
+        long v = sysconf(name);
+        n = v > 0 && v < INT32_MAX ? (int)v : 1;
+        baton_store(cache, n, memory_order_relaxed);
+    }
+    return n;
 }
+
+static _Atomic int cpus_conf, cpus_online;
+
+int baton_topo_ncpus(void) { return sysconf_once(&cpus_conf, _SC_NPROCESSORS_CONF); }
+
+int baton_topo_online(void) { return sysconf_once(&cpus_online, _SC_NPROCESSORS_ONLN); }
 
 int baton_cpulist_parse(const char *s, int (*each)(int cpu, void *ctx), void *ctx)
 {
@@ -141,7 +158,7 @@ static int detect_groups(uint16_t *cpu_group, int ncpus)
     if (nodes > 1)
         return nodes;
     /* One node: the largest cache level not shared by every online CPU. */
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    long online = baton_topo_online();
     for (int index = 8; index >= 0; index--) {
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", index);
         if (read_line(path, line, sizeof line) != 0 || ncpus > (int)sizeof member)

@@ -16,8 +16,10 @@
  * (the bench's topology uses it too). */
 int baton_cpulist_parse(const char *s, int (*each)(int cpu, void *ctx), void *ctx);
 
-/* Highest configured CPU number + 1 (at least 1). */
+/* Highest configured CPU number + 1 (at least 1), and the CPUs online (at
+ * least 1): sysconf's, read once per process. */
 int baton_topo_ncpus(void);
+int baton_topo_online(void);
 
 /* Fill cpu_group[0..ncpus) with a group number per CPU and return the
  * number of groups.  want > 0: that many groups of contiguous CPU numbers.

@@ -56,6 +56,7 @@
 #include "../base/thread.h"
 #include "../base/syslock.h"
 #include "../base/cs.h"
+#include "../base/topology.h"
 
 #include <pthread.h>
 
@@ -655,7 +656,7 @@ static const baton_option_desc_t elide_options[] = {
 
 static uint32_t stripes_for_machine(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = baton_topo_online();
     uint32_t n = 1;
     while (n < STRIPES_MAX && (long)n < cpus)
         n <<= 1;
