@@ -68,7 +68,6 @@
 #include <baton/token.h>
 #include <baton/wait.h>
 #include <errno.h>
-#include <stdbool.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,20 +113,6 @@ BATON_API int baton_runner_timedlock(baton_runner_t *l, const baton_deadline_t *
 /* Both return 0, so that the fast path can end in a tail call to them. */
 BATON_API int baton_runner_release_slow(baton_runner_t *l);
 BATON_API int baton_runner_release_check(baton_runner_t *l);
-
-/* What the runner's arrivals learnt of their yields, shared by every runner
- * lock (see runner.c): the process's share of the CPUs it may use over
- * recent long yields (0..1; 1 before any), the time per yield that went to
- * other processes (ns), how many yields were timed, and whether arrivals
- * poll with yields now (else they queue at once).  For tests and
- * diagnostics. */
-typedef struct baton_runner_yield_stats {
-    double share;
-    double lost_ns;
-    unsigned samples;
-    bool yields;
-} baton_runner_yield_stats_t;
-BATON_API void baton_runner_yield_stats(baton_runner_yield_stats_t *out);
 
 /* The owner looks at the heir's deadline every BATON_RUNNER_CHECK_EVERY
  * releases: a clock read (~20 ns) amortised to well under a nanosecond. */

@@ -68,7 +68,6 @@
 #include <errno.h>
 #include <stddef.h>
 #include <sched.h>
-#include <unistd.h>
 
 enum { RUN_WAIT = 0, RUN_HEAD = 1, RUN_GRANTED = 2, RUN_ABANDONED = 3 };
 
@@ -130,38 +129,6 @@ enum { RUN_WAIT = 0, RUN_HEAD = 1, RUN_GRANTED = 2, RUN_ABANDONED = 3 };
 #define YIELD_WAKES 1u
 #define YIELD_NS_MIN 20000u
 #define YIELD_NS_MAX 200000u
-
-/* Whose is the CPU a yield gives away?  A yield helps where the program's
- * own threads wait for CPUs (the owner among them); beside another
- * process that wants the CPU, it hands that process a scheduler slice
- * (milliseconds) and the lock goes on without us, where a sleeper that is
- * woken would preempt it.  The yield's length cannot tell the two apart
- * (both are long); the process's CPU time can.  One arrival in
- * OWN_LOOK_EVERY of each thread times its first yield and reads the
- * process's CPU time around it, and two running averages, shared by every
- * runner lock, take the sample:
- *   - the share: over a yield this long or longer (someone else ran), the
- *     process's share of the CPUs it may use, (its CPU time's growth) /
- *     (the yield's length x those CPUs);
- *   - the time lost: what of the yield's length went to others, (1 -
- *     share) x length, and 0 for a short yield (nobody else wanted the
- *     CPU), so that a rare long one (the host took the virtual CPU away)
- *     is soon outweighed.
- * Arrivals skip the yielding polls and queue (except those that sample)
- * while the share is under OWN_MIN and the time lost per yield is over a
- * wake-up latency, the cost of the sleep that replaces the yield.  So
- * yields go on where the program's threads fill the CPUs (16 threads of
- * bench micro on 2 CPUs: 0.8-1.0, beside a CPU hog as well), and stop
- * where another process takes the CPUs a yield gives away (CPython's
- * threads, which take turns on one lock, beside a CPU hog: 0.5): there a
- * sleeper that is woken runs as soon as a CPU is free, or preempts the
- * other process. */
-#define YIELD_LONG_NS 10000u
-#define OWN_ONE 1024u
-#define OWN_MIN (OWN_ONE * 3u / 4u)
-#define OWN_EWMA_SHIFT 2
-#define LOST_EWMA_SHIFT 3
-#define OWN_LOOK_EVERY 8u
 
 /* A queued waiter sleeps at most this many tenures at a time (see
  * queue_wait()). */
@@ -226,86 +193,6 @@ static uint64_t take_stamp(baton_qnode_t *n, uint64_t now)
             wake_sample(now - t);
     }
     return t;
-}
-
-static _Atomic uint32_t own_avg = OWN_ONE;
-static _Atomic uint32_t lost_avg;    /* ns */
-static _Atomic uint32_t own_samples; /* how many yields were timed */
-static _Atomic uint32_t own_cpus;    /* the CPUs we may use, counted once; 0: not yet */
-static _Thread_local uint32_t own_arrivals __attribute__((tls_model("initial-exec")));
-
-/* The process's CPUs: its main thread's affinity (a thread pinned to one
- * CPU, as a benchmark's are, still shares the process's CPU time with its
- * other threads), or the calling thread's if that cannot be read. */
-static uint32_t cpus_allowed(void)
-{
-    /* Relaxed: a count any thread may compute; racing stores agree. */
-    uint32_t n = atomic_load_explicit(&own_cpus, memory_order_relaxed);
-    if (n == 0) {
-        cpu_set_t set;
-        if (sched_getaffinity(getpid(), sizeof set, &set) != 0 && sched_getaffinity(0, sizeof set, &set) != 0)
-            CPU_ZERO(&set);
-        n = CPU_COUNT(&set) > 0 ? (uint32_t)CPU_COUNT(&set) : 1u;
-        atomic_store_explicit(&own_cpus, n, memory_order_relaxed);
-    }
-    return n;
-}
-
-/* Relaxed loads and stores of the averages: statistics; racing updates
- * lose a sample, which a running average tolerates. */
-static bool yields_go_on(void)
-{
-    return atomic_load_explicit(&own_avg, memory_order_relaxed) >= OWN_MIN ||
-           atomic_load_explicit(&lost_avg, memory_order_relaxed) <= wake_ns();
-}
-
-void baton_runner_yield_stats(baton_runner_yield_stats_t *out)
-{
-    out->share = (double)atomic_load_explicit(&own_avg, memory_order_relaxed) / OWN_ONE;
-    out->lost_ns = atomic_load_explicit(&lost_avg, memory_order_relaxed);
-    out->samples = atomic_load_explicit(&own_samples, memory_order_relaxed);
-    out->yields = yields_go_on();
-}
-
-/* Whether an arrival polls with yields, and whether it samples its first
- * yield: one arrival in OWN_LOOK_EVERY of each thread does both (a sample
- * costs a system call or two). */
-static bool yields_pay(bool *look)
-{
-    *look = ++own_arrivals % OWN_LOOK_EVERY == 0;
-    return *look || yields_go_on();
-}
-
-static void ewma(_Atomic uint32_t *avg, uint64_t sample, int shift)
-{
-    uint32_t old = atomic_load_explicit(avg, memory_order_relaxed);
-    int64_t delta = ((int64_t)sample - (int64_t)old) / (1 << shift);
-    atomic_store_explicit(avg, (uint32_t)((int64_t)old + delta), memory_order_relaxed);
-}
-
-/* One yield, sampled when `look`: its length, and the process's CPU time
- * before and after. */
-static void yield_sampled(bool look)
-{
-    if (!look) {
-        sched_yield();
-        return;
-    }
-    uint64_t p0 = baton_clock_ns(CLOCK_PROCESS_CPUTIME_ID), t0 = baton_now_ns();
-    sched_yield();
-    uint64_t t1 = baton_now_ns(), wall = t1 - t0;
-    atomic_fetch_add_explicit(&own_samples, 1u, memory_order_relaxed);
-    if (wall < YIELD_LONG_NS) {
-        ewma(&lost_avg, 0, LOST_EWMA_SHIFT); /* nobody else wanted this CPU */
-        return;
-    }
-    uint64_t p1 = baton_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-    uint64_t share = p1 > p0 ? (p1 - p0) * OWN_ONE / (wall * cpus_allowed()) : 0;
-    if (share > OWN_ONE)
-        share = OWN_ONE;
-    uint64_t lost = wall * (OWN_ONE - share) / OWN_ONE;
-    ewma(&own_avg, share, OWN_EWMA_SHIFT);
-    ewma(&lost_avg, lost < UINT32_MAX ? lost : UINT32_MAX, LOST_EWMA_SHIFT);
 }
 
 static uint64_t tenure_of(const baton_runner_t *l)
@@ -787,14 +674,10 @@ static int arrive(baton_runner_t *l, uintptr_t self, const baton_deadline_t *d)
     watch(l);
     /* Still held, by threads that take turns, or by an owner that is off
      * its CPU: keep polling, but give the CPU away between polls, for a
-     * while (a yield is long enough for "free" to mean free), if the CPU
-     * goes to the program's own threads (see OWN_MIN). */
-    bool look;
-    if (!yields_pay(&look))
-        return ARRIVE_QUEUE;
+     * while (a yield is long enough for "free" to mean free). */
     const uint64_t budget = yield_budget();
-    for (;; look = false) {
-        yield_sampled(look);
+    for (;;) {
+        sched_yield();
         int seen = look_again(l, &lk);
         if ((seen == SEEN_FREE || seen == SEEN_STABLE_FREE) && take(l, self)) {
             return ARRIVE_TOOK;
