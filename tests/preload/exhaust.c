@@ -33,6 +33,17 @@ static _Atomic int job_rc;
 static ptest_flag_t asked, done;
 static pthread_barrier_t barrier;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+
+/* Holds spins[0] for 20 ms, so that the main thread's lock of it waits. */
+static void *hold_spin(void *arg)
+{
+    (void)arg;
+    REQUIRE(pthread_spin_lock(&spins[0]), 0);
+    struct timespec ms20 = {0, 20000000};
+    nanosleep(&ms20, NULL);
+    REQUIRE(pthread_spin_unlock(&spins[0]), 0);
+    return NULL;
+}
 static pthread_mutex_t cond_mutex; /* made after the limit */
 static int cond_state;
 
@@ -110,6 +121,19 @@ int main(void)
     REQUIRE(pthread_spin_init(&spins[0], PTHREAD_PROCESS_PRIVATE), 0);
     REQUIRE(pthread_spin_lock(&spins[0]), 0);
     REQUIRE(pthread_spin_unlock(&spins[0]), 0);
+    /* A contended wait before the limit, so that the wait layer's
+     * calibration (which the first wait that needs a spin budget starts,
+     * on a thread of its own) runs now and limit_as_lower() waits for it:
+     * started after the limit, its thread stacks took the slack, and the
+     * lock server's held-lock set then found no memory (an abort, by
+     * design; seen once in CI under BATON_LOCK=server). */
+    ptest_phase = "a contended wait before the limit";
+    pthread_t holder = ptest_spawn(hold_spin, NULL);
+    struct timespec ms5 = {0, 5000000};
+    nanosleep(&ms5, NULL);
+    REQUIRE(pthread_spin_lock(&spins[0]), 0);
+    REQUIRE(pthread_spin_unlock(&spins[0]), 0);
+    ptest_join(holder);
     ptest_phase = "lowering RLIMIT_AS";
     struct rlimit old;
     REQUIRE(limit_as_lower(256 * 1024, &old), 0); /* less than one slab chunk */
