@@ -1,6 +1,6 @@
 /* deadline.h - absolute deadlines for the timed-wait tests: a time `ns` from
  * now on clock c (ns may be negative: a deadline already past), and how far
- * past a deadline the clock is now. */
+ * past a deadline the clock is now; and the time between two readings. */
 #ifndef BATON_TESTS_DEADLINE_H
 #define BATON_TESTS_DEADLINE_H
 
@@ -24,11 +24,17 @@ static inline struct timespec after_ns(clockid_t c, int64_t ns)
     return t;
 }
 
+/* b - a, in nanoseconds. */
+static inline int64_t diff_ns(const struct timespec *a, const struct timespec *b)
+{
+    return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000 + (b->tv_nsec - a->tv_nsec);
+}
+
 static inline int64_t since_ns(clockid_t c, const struct timespec *t)
 {
     struct timespec now;
     clock_gettime(c, &now);
-    return (int64_t)(now.tv_sec - t->tv_sec) * 1000000000 + (now.tv_nsec - t->tv_nsec);
+    return diff_ns(t, &now);
 }
 
 #endif

@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "deadline.h"
 #include "../src/api/registry.h" /* the kind table: the release op */
 
 #define WAITERS 4
@@ -210,8 +211,7 @@ static void run_policy(const char *spec, int expect_sleep)
          * earliest is the waiter that took the lock after the unlock. */
         int64_t first = INT64_MAX;
         for (int i = 0; i < WAITERS; i++) {
-            int64_t d = (w[i].got_at.tv_sec - try_at.tv_sec) * (int64_t)1000000000 +
-                        (w[i].got_at.tv_nsec - try_at.tv_nsec);
+            int64_t d = diff_ns(&try_at, &w[i].got_at);
             first = d < first ? d : first;
         }
         if (expect_sleep && rc != 0 && switched) {

@@ -130,8 +130,8 @@ static inline void baton_wait_store_owed(const baton_wait_t *w, _Atomic uint32_t
 /* pthread_create() for the library's own threads (the calibration's, the
  * lock servers'): the new thread starts with every signal blocked, since
  * the program's signals are for the program's threads, and a handler must
- * not run in the middle of a server's operations (calibrate.c).  The
- * caller's mask is as it was on return. */
+ * not run in the middle of a server's operations.  The caller's mask is
+ * as it was on return.  Defined in calibrate.c, whose thread came first. */
 int baton_thread_start_masked(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* The clock (clock.c): CLOCK_MONOTONIC in nanoseconds, and any other

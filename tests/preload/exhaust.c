@@ -33,6 +33,8 @@ static _Atomic int job_rc;
 static ptest_flag_t asked, done;
 static pthread_barrier_t barrier;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t cond_mutex; /* made after the limit */
+static int cond_state;
 
 /* Holds spins[0] for 20 ms, so that the main thread's lock of it waits. */
 static void *hold_spin(void *arg)
@@ -44,8 +46,6 @@ static void *hold_spin(void *arg)
     REQUIRE(pthread_spin_unlock(&spins[0]), 0);
     return NULL;
 }
-static pthread_mutex_t cond_mutex; /* made after the limit */
-static int cond_state;
 
 static void hammer(int i)
 {
@@ -126,7 +126,7 @@ int main(void)
      * on a thread of its own) runs now and limit_as_lower() waits for it:
      * started after the limit, its thread stacks took the slack, and the
      * lock server's held-lock set then found no memory (an abort, by
-     * design; seen once in CI under BATON_LOCK=server). */
+     * design; seen once in a local CI run under BATON_LOCK=server). */
     ptest_phase = "a contended wait before the limit";
     pthread_t holder = ptest_spawn(hold_spin, NULL);
     struct timespec ms5 = {0, 5000000};
