@@ -1,4 +1,5 @@
-/* indicator.c - reader indicator: allocation and thread indices. */
+/* indicator.c - reader indicator: allocation, thread indices, and the
+ * reader's wait behind a writer. */
 #include "indicator.h"
 #include "kind.h"
 #include "topology.h"
@@ -54,4 +55,33 @@ void ri_destroy(ri_t *r)
 {
     free(r->slot);
     r->slot = NULL;
+}
+
+/* ri_rlock() after its first look found a writer: we arrived, and leave
+ * again before we wait. */
+void ri_rlock_wait(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
+                   uint32_t patience_limit, const baton_wait_t *wait)
+{
+    bool raised = false;
+    uint32_t patience = 0;
+    do {
+        ri_depart(r);
+        baton_waiter_t w;
+        baton_waiter_init(&w, wait);
+        /* Relaxed: a hint of when to try again; the look below decides. */
+        while (baton_load(writer_word, memory_order_relaxed) != 0) {
+            if (!baton_waiter_pause(&w, NULL, 0))
+                sched_yield();
+            if (++patience == patience_limit && !raised) {
+                /* Relaxed: the barrier is advisory (starvation avoidance),
+                 * not part of mutual exclusion. */
+                baton_fetch_add(write_barrier, 1u, memory_order_relaxed);
+                raised = true;
+            }
+        }
+        ri_arrive(r);
+        /* seq_cst: the reader's half of the Dekker pattern (indicator.h). */
+    } while (baton_load(writer_word, memory_order_seq_cst) != 0);
+    if (raised)
+        baton_fetch_sub(write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
 }

@@ -113,38 +113,24 @@ static inline void ri_hold_back(_Atomic uint32_t *write_barrier)
 /* A reader's entry, the same in every writer-preference lock built on the
  * indicator: arrive, look at the writer's word (nonzero: a writer holds or
  * is taking the lock); if a writer is there, depart and wait until the word
- * is zero, then try again.  After `patience` pauses the reader raises the
- * write barrier (a counter writers look at before they start), so that
- * writers cannot starve readers; it lowers it once in.  Waiting goes through
- * the wait layer's pause; once the policy would park, the reader yields
- * instead (writers leave on their own and wake no one). */
+ * is zero, then try again (ri_rlock_wait()).  After `patience` pauses the
+ * reader raises the write barrier (a counter writers look at before they
+ * start), so that writers cannot starve readers; it lowers it once in.
+ * Waiting goes through the wait layer's pause; once the policy would park,
+ * the reader yields instead (writers leave on their own and wake no one).
+ * The wait is out of line, so that an uncontended reader's entry is the
+ * arrival and one look, with no frame to build. */
+void ri_rlock_wait(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
+                   uint32_t patience_limit, const baton_wait_t *wait);
+
 static inline void ri_rlock(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
                             uint32_t patience_limit, const baton_wait_t *wait)
 {
-    bool raised = false;
-    uint32_t patience = 0;
-    for (;;) {
-        ri_arrive(r);
-        /* seq_cst: the reader's half of the Dekker pattern (above). */
-        if (baton_load(writer_word, memory_order_seq_cst) == 0)
-            break;
-        ri_depart(r);
-        baton_waiter_t w;
-        baton_waiter_init(&w, wait);
-        /* Relaxed: a hint of when to try again; the look above decides. */
-        while (baton_load(writer_word, memory_order_relaxed) != 0) {
-            if (!baton_waiter_pause(&w, NULL, 0))
-                sched_yield();
-            if (++patience == patience_limit && !raised) {
-                /* Relaxed: the barrier is advisory (starvation avoidance),
-                 * not part of mutual exclusion. */
-                baton_fetch_add(write_barrier, 1u, memory_order_relaxed);
-                raised = true;
-            }
-        }
-    }
-    if (raised)
-        baton_fetch_sub(write_barrier, 1u, memory_order_relaxed); /* relaxed: advisory */
+    ri_arrive(r);
+    /* seq_cst: the reader's half of the Dekker pattern (above). */
+    if (BATON_LIKELY(baton_load(writer_word, memory_order_seq_cst) == 0))
+        return;
+    ri_rlock_wait(r, writer_word, write_barrier, patience_limit, wait);
 }
 
 /* --- timed waits ---------------------------------------------------------------

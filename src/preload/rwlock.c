@@ -127,7 +127,10 @@ typedef struct rd_set {
 
 static _Thread_local rd_set_t rd __attribute__((tls_model("initial-exec")));
 
-static inline rd_entry_t *rd_at(uint32_t i) { return i < RD_INLINE ? &rd.inl[i] : &rd.more[i - RD_INLINE]; }
+static inline rd_entry_t *rd_at(uint32_t i)
+{
+    return BATON_LIKELY(i < RD_INLINE) ? &rd.inl[i] : &rd.more[i - RD_INLINE];
+}
 
 static inline rd_entry_t *rd_find(const pl_rwlock_t *r)
 {
@@ -190,7 +193,15 @@ static inline void rd_add(const pl_rwlock_t *r)
     e->count = 1;
 }
 
-static inline void rd_remove(rd_entry_t *e) { *e = *rd_at(--rd.n); }
+/* The last entry moves into e's place; when e is the last, nothing moves
+ * (a copy onto itself would load 16 bytes just written by two narrower
+ * stores, which the CPU cannot forward from its store buffer). */
+static inline void rd_remove(rd_entry_t *e)
+{
+    rd_entry_t *last = rd_at(--rd.n);
+    if (e != last)
+        *e = *last;
+}
 
 /* --- preference ------------------------------------------------------------------- */
 
@@ -329,8 +340,9 @@ static int timed_wr(void *s, clockid_t clock, const struct timespec *abstime)
 
 /* A read lock of an adopted rwlock with state s.  A timed one checks its
  * deadline first (deadline_valid()). */
-static inline int rd_lock(pthread_rwlock_t *prw, void *s, enum how how, clockid_t clock,
-                          const struct timespec *abstime, const void *caller)
+__attribute__((always_inline)) static inline int rd_lock(pthread_rwlock_t *prw, void *s, enum how how,
+                                                         clockid_t clock, const struct timespec *abstime,
+                                                         const void *caller)
 {
     if (how == TIMED && !deadline_valid(clock, abstime))
         return EINVAL;
@@ -379,8 +391,9 @@ static inline int rd_lock(pthread_rwlock_t *prw, void *s, enum how how, clockid_
 
 /* The write lock of an adopted rwlock with state s; a timed one checks its
  * deadline first. */
-static inline int wr_lock(pthread_rwlock_t *prw, void *s, enum how how, clockid_t clock,
-                          const struct timespec *abstime, const void *caller)
+__attribute__((always_inline)) static inline int wr_lock(pthread_rwlock_t *prw, void *s, enum how how,
+                                                         clockid_t clock, const struct timespec *abstime,
+                                                         const void *caller)
 {
     if (how == TIMED && !deadline_valid(clock, abstime))
         return EINVAL;
@@ -468,11 +481,31 @@ PRELOAD_API int pthread_rwlock_destroy(pthread_rwlock_t *prw)
 
 /* --- readers ------------------------------------------------------------------------- */
 
-PRELOAD_API int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
+/* Every case of pthread_rwlock_rdlock() but its most common one. */
+__attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *prw, const void *caller)
 {
     void *s;
     PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_rdlock(prw));
-    return rd_lock(prw, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+    return rd_lock(prw, s, BLOCK, CLOCK_REALTIME, NULL, caller);
+}
+
+/* The most common read lock (the rwlock has its state, this thread holds
+ * no read lock, and nobody profiles) does rd_lock()'s work in fewer steps,
+ * and notes the read lock before the kind's call (which cannot fail), so
+ * that nothing is left to do after it: an uncontended read lock costs
+ * mostly this wrapper.  Only this thread reads its set, and it stays in
+ * this call until the lock is held. */
+PRELOAD_API int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s = fast_state(r);
+    if (BATON_LIKELY(s != NULL && rd.n == 0 && !pl_profiling && !write_held_by_me(r))) {
+        rd.inl[0] = (rd_entry_t){.lock = r, .count = 1};
+        rd.n = 1;
+        pl_rwlock_class.kind->rlock(s);
+        return 0;
+    }
+    return rdlock_slow(prw, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *prw)
@@ -499,11 +532,27 @@ PRELOAD_API int pthread_rwlock_clockrdlock(pthread_rwlock_t *prw, clockid_t cloc
 
 /* --- writers ------------------------------------------------------------------------- */
 
-PRELOAD_API int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
+/* Every case of pthread_rwlock_wrlock() but its most common one. */
+__attribute__((noinline)) static int wrlock_slow(pthread_rwlock_t *prw, const void *caller)
 {
     void *s;
     PL_ENTER(state_of(prw, &s, true), pl_real()->rwlock_wrlock(prw));
-    return wr_lock(prw, s, BLOCK, CLOCK_REALTIME, NULL, __builtin_return_address(0));
+    return wr_lock(prw, s, BLOCK, CLOCK_REALTIME, NULL, caller);
+}
+
+/* The most common write lock (the rwlock has its state, this thread holds
+ * no read lock and not this write lock, and nobody profiles): wr_lock()'s
+ * work in fewer steps, as pthread_rwlock_rdlock() does. */
+PRELOAD_API int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s = fast_state(r);
+    if (BATON_LIKELY(s != NULL && rd.n == 0 && !pl_profiling && !write_held_by_me(r))) {
+        pl_rwlock_class.kind->lock(s);
+        baton_store(&r->owner, baton_thread_token(), memory_order_relaxed); /* see write_held_by_me() */
+        return 0;
+    }
+    return wrlock_slow(prw, __builtin_return_address(0));
 }
 
 PRELOAD_API int pthread_rwlock_trywrlock(pthread_rwlock_t *prw)
@@ -530,7 +579,8 @@ PRELOAD_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t cloc
 
 /* --- unlock ---------------------------------------------------------------------------- */
 
-PRELOAD_API int pthread_rwlock_unlock(pthread_rwlock_t *prw)
+/* Every case of pthread_rwlock_unlock() but its most common one. */
+__attribute__((noinline)) static int unlock_slow(pthread_rwlock_t *prw)
 {
     void *s;
     PL_ENTER(state_of(prw, &s, false), pl_real()->rwlock_unlock(prw));
@@ -552,6 +602,28 @@ PRELOAD_API int pthread_rwlock_unlock(pthread_rwlock_t *prw)
     rd_remove(e);
     k->runlock(s);
     return 0;
+}
+
+/* The most common unlocks: the one read lock this thread holds, once (a
+ * thread that holds r for reading does not hold it for writing: each lock
+ * call refuses the other); and the write lock, unprofiled. */
+PRELOAD_API int pthread_rwlock_unlock(pthread_rwlock_t *prw)
+{
+    pl_rwlock_t *r = (pl_rwlock_t *)prw;
+    void *s = fast_state(r);
+    if (BATON_LIKELY(s != NULL)) {
+        if (rd.n == 1 && rd.inl[0].lock == r && rd.inl[0].count == 1) {
+            rd.n = 0;
+            pl_rwlock_class.kind->runlock(s);
+            return 0;
+        }
+        if (write_held_by_me(r) && !pl_profiling) {
+            /* As unlock_slow(): the owner first. */
+            baton_store(&r->owner, (uintptr_t)0, memory_order_relaxed); /* see write_held_by_me() */
+            return pl_rwlock_class.kind->unlock(s);
+        }
+    }
+    return unlock_slow(prw);
 }
 
 /* glibc's internal names of the same calls (GLIBC_2.2.5). */

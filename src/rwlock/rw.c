@@ -45,7 +45,9 @@ static void wait_readers(rw_lock_t *l)
     for (;;) {
         /* seq_cst RMW: the writer's half of the Dekker pattern (indicator.h). */
         baton_xchg(&l->writer, 1u, memory_order_seq_cst);
-        if (!l->prefer_readers || !ri_query(&l->readers))
+        if (!ri_query(&l->readers))
+            return; /* none inside (one scan of the indicator, the common case) */
+        if (!l->prefer_readers)
             break;
         /* Readers inside: let them, and any that come, in.  Release pairs
          * with the readers' seq_cst look (an acquire) at the word. */
