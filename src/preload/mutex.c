@@ -184,14 +184,11 @@ static pl_prof_t *prof_of(pl_mutex_t *m, const void *caller)
     return p;
 }
 
-/* Acquire an adopted mutex's state `s`, profiled when asked. */
-static inline void acquire(pl_mutex_t *m, void *s, const void *caller)
+/* acquire() while profiling: out of line, so that the entry points'
+ * common path builds no frame. */
+__attribute__((noinline)) static void acquire_profiled(pl_mutex_t *m, void *s, const void *caller)
 {
     const baton_kind_t *k = pl_mutex_class.kind;
-    if (BATON_LIKELY(!pl_profiling)) {
-        k->lock(s);
-        return;
-    }
     pl_prof_t *p = prof_of(m, caller);
     if (k->trylock(s) == 0) {
         pl_prof_acquired(p, 0, false, false);
@@ -200,6 +197,16 @@ static inline void acquire(pl_mutex_t *m, void *s, const void *caller)
     uint64_t t0 = pl_prof_now();
     k->lock(s);
     pl_prof_acquired(p, pl_prof_now() - t0, true, false);
+}
+
+/* Acquire an adopted mutex's state `s`, profiled when asked. */
+static inline void acquire(pl_mutex_t *m, void *s, const void *caller)
+{
+    if (BATON_LIKELY(!pl_profiling)) {
+        pl_mutex_class.kind->lock(s);
+        return;
+    }
+    acquire_profiled(m, s, caller);
 }
 
 static inline int try_acquire(pl_mutex_t *m, void *s, const void *caller)
@@ -217,10 +224,12 @@ static inline int try_acquire(pl_mutex_t *m, void *s, const void *caller)
 
 /* Unlock: for a NORMAL mutex whatever thread calls, as glibc allows, where
  * the kind can (its release op); checked types reach here from the owner. */
+__attribute__((noinline)) static void release_profiled(pl_mutex_t *m) { pl_prof_released(prof_of(m, NULL)); }
+
 static inline int release(pl_mutex_t *m, void *s)
 {
     if (BATON_UNLIKELY(pl_profiling))
-        pl_prof_released(prof_of(m, NULL));
+        release_profiled(m);
     return pl_mutex_class.release(s);
 }
 
@@ -342,7 +351,8 @@ static int relock_by_owner(pl_mutex_t *m, uint32_t t, int refusal)
 }
 
 /* Everything but an adopted, unchecked mutex with a state. */
-static int lock_slow(pl_mutex_t *m, const void *caller)
+/* Out of line: the entry point's common path then builds no frame. */
+__attribute__((noinline)) static int lock_slow(pl_mutex_t *m, const void *caller)
 {
     void *s = NULL;
     PL_ENTER(resolve(m, &s, true), fwd_lock((pthread_mutex_t *)m, caller));
@@ -373,7 +383,8 @@ PRELOAD_API int pthread_mutex_lock(pthread_mutex_t *pm)
     return lock_slow(m, __builtin_return_address(0));
 }
 
-static int trylock_slow(pl_mutex_t *m, const void *caller)
+/* Out of line: the entry point's common path then builds no frame. */
+__attribute__((noinline)) static int trylock_slow(pl_mutex_t *m, const void *caller)
 {
     void *s = NULL;
     PL_ENTER(resolve(m, &s, true), fwd_trylock((pthread_mutex_t *)m, caller));
@@ -460,7 +471,8 @@ PRELOAD_API int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock, co
 
 /* --- unlock ------------------------------------------------------------------------ */
 
-static int unlock_slow(pl_mutex_t *m)
+/* Out of line: the entry point's common path then builds no frame. */
+__attribute__((noinline)) static int unlock_slow(pl_mutex_t *m)
 {
     void *s = NULL;
     int rc = resolve(m, &s, false);
