@@ -711,7 +711,12 @@ static void test_keep(void)
     atomic_init(&h.got, 0);
     pthread_t t;
     pthread_create(&t, NULL, revoke_waiter, &h);
-    sleep_ms(3 * KEEP_US / 1000);
+    /* Until the home has the waiter's request and has flagged the lease
+     * (a fixed sleep was too short beside CPU hogs: the waiter had not
+     * asked yet, and the unlock kept the lease unflagged). */
+    s = settle(l, 10 + 2);
+    CHECK(total_sent(&s) == 12, "keep: request and flag: %llu messages, want 12",
+          (unsigned long long)total_sent(&s));
     CHECK(atomic_load(&h.got) == 0, "the waiter got a lock that is held");
     CHECK(baton_unlock(l) == 0, "unlock of a flagged lease");
     pthread_join(t, NULL);

@@ -31,8 +31,10 @@
  */
 #include "server.h"
 #include "../base/error.h"
+#include "../wait/wait_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +150,37 @@ static uint32_t acquire(srv_lock_t *k, uint32_t op)
 
 static void k_lock(void *st) { (void)acquire(st, LK_LOCK); }
 
-static int k_trylock(void *st) { return acquire(st, LK_TRY) == SRT_REFUSED ? EBUSY : 0; }
+/* How long a trylock of a hierarchical lock asks again while no thread
+ * holds the lock (k_trylock()). */
+#define TRY_AGAIN_NS 20000000ull
+
+static int k_trylock(void *st)
+{
+    srv_lock_t *k = st;
+    uint64_t until = 0;
+    for (;;) {
+        if (acquire(k, LK_TRY) != SRT_REFUSED)
+            return 0;
+        /* Refused.  In a hierarchy a release reaches the global server
+         * through the releaser's group's local server, after the unlock has
+         * returned: a trylock from another group that comes after the unlock
+         * (the program ordered them) can find the global lock still held by
+         * the releaser's group.  glibc's trylock fails only on a held lock,
+         * so while no thread holds it (`hold` even; relaxed: the unlock
+         * stored it before its release, and our trylock comes after), the
+         * refusal was such a release in flight, or a grant whose holder has
+         * not numbered its hold yet: ask again, for a bounded time (the
+         * local server runs, or is woken by the release). */
+        if (!k->hier || (baton_load(&k->hold, memory_order_relaxed) & 1u) != 0)
+            return EBUSY;
+        const uint64_t now = baton_now_ns();
+        if (until == 0)
+            until = now + TRY_AGAIN_NS;
+        else if (now >= until)
+            return EBUSY;
+        sched_yield();
+    }
+}
 
 /* The holder's unlock of the hold e. */
 static int unlock_mine(srv_lock_t *k, lk_held_t *e)
