@@ -224,12 +224,18 @@ static inline int try_acquire(pl_mutex_t *m, void *s, const void *caller)
 
 /* Unlock: for a NORMAL mutex whatever thread calls, as glibc allows, where
  * the kind can (its release op); checked types reach here from the owner. */
-__attribute__((noinline)) static void release_profiled(pl_mutex_t *m) { pl_prof_released(prof_of(m, NULL)); }
+/* release() while profiling: out of line, release included, so that the
+ * common path keeps nothing across a call. */
+__attribute__((noinline)) static int release_profiled(pl_mutex_t *m, void *s)
+{
+    pl_prof_released(prof_of(m, NULL));
+    return pl_mutex_class.release(s);
+}
 
 static inline int release(pl_mutex_t *m, void *s)
 {
     if (BATON_UNLIKELY(pl_profiling))
-        release_profiled(m);
+        return release_profiled(m, s);
     return pl_mutex_class.release(s);
 }
 
