@@ -8,6 +8,8 @@
  *                while a read lock is held (not an exclusive lock in disguise)
  *   errors       tryrdlock/trywrlock EBUSY; wrlock or rdlock by the write
  *                owner EDEADLK
+ *   several      read locks of several rwlocks, released in any order, and
+ *                one held twice: what other threads see stays right
  *   recursion    a reader takes a second read lock while a writer waits:
  *                no deadlock (glibc's default rwlock prefers readers)
  *   timed        timed/clock variants: past and near deadlines ETIMEDOUT, bad
@@ -225,6 +227,47 @@ static void test_errors(void)
     EXPECT(pthread_rwlock_destroy(&l), 0);
 }
 
+/* --- read locks of several rwlocks ------------------------------------------------------ */
+
+/* The interposer's common read lock (a thread that holds none) and its
+ * unlock (the one it holds, once) take a short path; every other case the
+ * general one.  Mix them: the thread's set of held read locks must stay
+ * right whatever the order, and so must what other threads see. */
+static void test_many_read(void)
+{
+    ptest_phase = "read locks of several rwlocks, released in any order";
+    enum { N = 12 }; /* more than the interposer keeps inline */
+    pthread_rwlock_t l[N];
+    for (int i = 0; i < N; i++)
+        REQUIRE(pthread_rwlock_init(&l[i], NULL), 0);
+    for (int order = 0; order < 2; order++) {
+        for (int i = 0; i < N; i++)
+            EXPECT(pthread_rwlock_rdlock(&l[i]), 0);
+        EXPECT(pthread_rwlock_rdlock(&l[3]), 0); /* held twice */
+        for (int i = 0; i < N; i++)
+            EXPECT(other(&l[i], TRYWR), EBUSY);
+        /* First forwards, then backwards; l[3] once more at the end. */
+        for (int j = 0; j < N; j++) {
+            int i = order == 0 ? j : N - 1 - j;
+            EXPECT(pthread_rwlock_unlock(&l[i]), 0);
+            EXPECT(other(&l[i], TRYWR), i == 3 ? EBUSY : 0);
+        }
+        EXPECT(pthread_rwlock_unlock(&l[3]), 0);
+        EXPECT(other(&l[3], TRYWR), 0);
+    }
+    /* One held for writing beside one held for reading. */
+    EXPECT(pthread_rwlock_wrlock(&l[0]), 0);
+    EXPECT(pthread_rwlock_rdlock(&l[1]), 0);
+    EXPECT(pthread_rwlock_rdlock(&l[0]), EDEADLK);
+    EXPECT(pthread_rwlock_unlock(&l[0]), 0);
+    EXPECT(other(&l[0], TRYWR), 0);
+    EXPECT(other(&l[1], TRYWR), EBUSY);
+    EXPECT(pthread_rwlock_unlock(&l[1]), 0);
+    EXPECT(other(&l[1], TRYWR), 0);
+    for (int i = 0; i < N; i++)
+        EXPECT(pthread_rwlock_destroy(&l[i]), 0);
+}
+
 /* --- a second read lock while a writer waits ----------------------------------------- */
 
 static void *waiting_writer(void *arg)
@@ -317,6 +360,7 @@ int main(void)
     ptest_begin("rwlock", 120);
     test_errors();
     test_timed();
+    test_many_read();
     test_recursive_read();
     test_stress(NULL, "exclusion stress (default attributes)");
     pthread_rwlockattr_t a;
@@ -324,5 +368,5 @@ int main(void)
     REQUIRE(pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP), 0);
     test_stress(&a, "exclusion stress (PREFER_WRITER_NONRECURSIVE_NP)");
     REQUIRE(pthread_rwlockattr_destroy(&a), 0);
-    return ptest_end("exclusion, sharing, errors, recursive read, timed variants");
+    return ptest_end("exclusion, sharing, errors, several read locks, recursive read, timed variants");
 }
