@@ -8,20 +8,22 @@
  * unlocks and, at once, tries the lock: the trylock must succeed, every
  * round, because no waiter was running at the unlock, so none may own the
  * lock after it.  The tenure is set far longer than the test, so no waiter
- * ever demands the lock.  With two CPUs or more the waiters run on CPUs
- * other than the main thread's: a woken waiter could otherwise preempt the
- * main thread between its unlock and its trylock (the scheduler's wake-up
- * preemption), and then, running, take the free lock.  A round in which
- * the main thread lost its CPU anyway (another process, on a loaded
- * machine) between the unlock and the trylock is not counted (its context
- * switch counts tell), nor is one in which a woken waiter took the lock
- * before the trylock began (each waiter stamps the time it got the lock):
- * that waiter ran and took a free lock, as glibc's would let it, and a
- * main thread delayed unseen (a virtual CPU the host stopped, which no
- * context switch count shows) gives it the time to.  A hand-over to a
- * sleeping waiter shows the other way round: the waiter gets the lock at
- * the unlock but runs, and stamps, only after its wake-up, later than the
- * trylock.  At most a quarter of the rounds may be uncounted.
+ * ever demands the lock.
+ *
+ * The waiters share the main thread's CPU and run SCHED_BATCH, which the
+ * scheduler never lets preempt a normal thread at its wake-up: a waiter
+ * woken by the unlock can run only once the main thread gives up its CPU.
+ * On a CPU of its own a woken waiter may run, find the lock free and take
+ * it, as glibc's would let it, before the main thread's trylock: the
+ * unlock's futex wake takes 10-20 us on the VMs we run on, about a wake-up
+ * latency (CI saw it once in a few hundred rounds), and a virtual CPU the
+ * host stops shows in no count.  So a refused trylock proves a hand-over
+ * to a thread that was not running, unless the main thread lost its CPU
+ * between its unlock and its trylock (its context switch counts tell:
+ * another process's thread, or the tick); such a round is not counted,
+ * nor one in which a waiter stamped its acquisition before the trylock
+ * began (it ran, so it took a free lock).  At most a quarter of the
+ * rounds may be uncounted.
  *
  * Under spin, yield and backoff waiters never sleep, so the property holds
  * by construction (a hand-over goes only to a heir that spins); those
@@ -69,13 +71,17 @@ struct waiter {
     baton_lock_t *lock;
     _Atomic pid_t tid;
     _Atomic int acquired;
+    bool beside_main;       /* on the main thread's CPU, SCHED_BATCH */
+    _Atomic bool batch;     /* SCHED_BATCH was granted */
     struct timespec got_at; /* when baton_lock returned; read after the join */
     long *shared;
 };
 
-/* The CPUs the waiters may use: every CPU of ours but the main thread's
- * (all of them on a single CPU). */
+/* The CPUs the waiters that never sleep use: every CPU of ours but the
+ * main thread's (all of them on a single CPU).  Waiters that sleep use the
+ * main thread's CPU, main_cpu (-1: unknown, any). */
 static cpu_set_t waiter_cpus;
+static int main_cpu = -1;
 
 static void pick_cpus(void)
 {
@@ -83,7 +89,6 @@ static void pick_cpus(void)
     CPU_ZERO(&waiter_cpus);
     if (sched_getaffinity(0, sizeof mine, &mine) != 0)
         return;
-    int main_cpu = -1;
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &mine)) {
             if (main_cpu < 0)
@@ -91,8 +96,8 @@ static void pick_cpus(void)
             else
                 CPU_SET(c, &waiter_cpus);
         }
-    if (CPU_COUNT(&waiter_cpus) == 0)
-        return; /* one CPU: nothing to separate */
+    if (main_cpu < 0)
+        return;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(main_cpu, &one);
@@ -102,8 +107,20 @@ static void pick_cpus(void)
 static void *waiter_main(void *arg)
 {
     struct waiter *w = arg;
-    if (CPU_COUNT(&waiter_cpus) > 0)
+    if (w->beside_main) {
+        /* No wake-up preemption of the main thread (see the top). */
+        struct sched_param none = {.sched_priority = 0};
+        atomic_store_explicit(&w->batch, pthread_setschedparam(pthread_self(), SCHED_BATCH, &none) == 0,
+                              memory_order_relaxed);
+        if (main_cpu >= 0) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(main_cpu, &one);
+            (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        }
+    } else if (CPU_COUNT(&waiter_cpus) > 0) {
         (void)pthread_setaffinity_np(pthread_self(), sizeof waiter_cpus, &waiter_cpus);
+    }
     /* Relaxed: the main thread only polls it. */
     atomic_store_explicit(&w->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
     baton_lock(w->lock);
@@ -173,6 +190,8 @@ static void run_policy(const char *spec, int expect_sleep)
             atomic_init(&w[i].tid, 0);
             atomic_init(&w[i].acquired, 0);
             w[i].shared = &shared;
+            w[i].beside_main = expect_sleep;
+            atomic_init(&w[i].batch, false);
             pthread_create(&t[i], NULL, waiter_main, &w[i]);
         }
         if (expect_sleep) {
@@ -205,8 +224,11 @@ static void run_policy(const char *spec, int expect_sleep)
         }
         for (int i = 0; i < WAITERS; i++)
             pthread_join(t[i], NULL);
-        for (int i = 0; i < WAITERS; i++)
+        for (int i = 0; i < WAITERS; i++) {
             CHECK(atomic_load_explicit(&w[i].acquired, memory_order_relaxed), "%s: waiter %d", spec, i);
+            CHECK(!w[i].beside_main || atomic_load_explicit(&w[i].batch, memory_order_relaxed),
+                  "%s: waiter %d could not run SCHED_BATCH", spec, i);
+        }
         /* After the joins: the waiters' stamps are ours to read.  The
          * earliest is the waiter that took the lock after the unlock. */
         int64_t first = INT64_MAX;
