@@ -255,6 +255,18 @@ static void test_many_read(void)
         EXPECT(pthread_rwlock_unlock(&l[3]), 0);
         EXPECT(other(&l[3], TRYWR), 0);
     }
+    /* A few (the interposer's short nested paths), one held twice, released
+     * in the order taken. */
+    for (int i = 0; i < 3; i++)
+        EXPECT(pthread_rwlock_rdlock(&l[i]), 0);
+    EXPECT(pthread_rwlock_rdlock(&l[0]), 0); /* held twice */
+    EXPECT(pthread_rwlock_unlock(&l[0]), 0);
+    EXPECT(other(&l[0], TRYWR), EBUSY);
+    for (int i = 0; i < 3; i++) {
+        EXPECT(pthread_rwlock_unlock(&l[i]), 0);
+        for (int j = 0; j < 3; j++)
+            EXPECT(other(&l[j], TRYWR), j <= i ? 0 : EBUSY);
+    }
     /* One held for writing beside one held for reading. */
     EXPECT(pthread_rwlock_wrlock(&l[0]), 0);
     EXPECT(pthread_rwlock_rdlock(&l[1]), 0);
