@@ -22,6 +22,13 @@ uint32_t baton_ri_self_slow(void)
     return i;
 }
 
+void ri_rlock_first(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
+                    uint32_t patience_limit, const baton_wait_t *wait)
+{
+    (void)baton_ri_self_slow();
+    ri_rlock(r, writer_word, write_barrier, patience_limit, wait);
+}
+
 /* The number of counters ri_init makes for `slots`. */
 static uint32_t ri_lines(uint32_t slots)
 {

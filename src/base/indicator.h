@@ -123,10 +123,22 @@ static inline void ri_hold_back(_Atomic uint32_t *write_barrier)
 void ri_rlock_wait(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
                    uint32_t patience_limit, const baton_wait_t *wait);
 
+/* ri_rlock() by a thread that has no index yet: it takes one, then reads. */
+void ri_rlock_first(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
+                    uint32_t patience_limit, const baton_wait_t *wait);
+
 static inline void ri_rlock(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32_t *write_barrier,
                             uint32_t patience_limit, const baton_wait_t *wait)
 {
-    ri_arrive(r);
+    /* A thread's first read goes out of line whole, so that no call here
+     * returns to us: the entry needs no frame. */
+    const uint32_t i = baton_ri_self;
+    if (BATON_UNLIKELY(i == 0)) {
+        ri_rlock_first(r, writer_word, write_barrier, patience_limit, wait);
+        return;
+    }
+    /* seq_cst: as in ri_arrive(). */
+    baton_fetch_add(&r->slot[i & r->mask].n, 1u, memory_order_seq_cst);
     /* seq_cst: the reader's half of the Dekker pattern (above). */
     if (BATON_LIKELY(baton_load(writer_word, memory_order_seq_cst) == 0))
         return;
