@@ -64,15 +64,24 @@ static inline void ri_depart(const ri_t *r)
     baton_fetch_sub(ri_mine(r), 1u, memory_order_release);
 }
 
-/* Any reader inside?  The writer calls this after ri_writer_mark(). */
+/* Any reader inside?  The writer calls this after ri_writer_mark().  It
+ * reads every counter (the common answer, no, needs them all), four at a
+ * time where there are four or more, with no branch between them. */
 static inline bool ri_query(const ri_t *r)
 {
-    for (uint32_t i = 0; i <= r->mask; i++)
-        /* seq_cst: the writer's half of the Dekker pattern (after its
-         * mark); it is also an acquire, pairing with ri_depart(). */
-        if (baton_load(&r->slot[i].n, memory_order_seq_cst) != 0)
-            return true;
-    return false;
+    const ri_slot_t *p = r->slot, *const end = p + r->mask + 1u;
+    uint32_t any = 0;
+    /* seq_cst loads: the writer's half of the Dekker pattern (after its
+     * mark); each is also an acquire, pairing with ri_depart(). */
+    if (BATON_LIKELY(end - p >= 4)) {
+        for (; p < end; p += 4)
+            any |= baton_load(&p[0].n, memory_order_seq_cst) | baton_load(&p[1].n, memory_order_seq_cst) |
+                   baton_load(&p[2].n, memory_order_seq_cst) | baton_load(&p[3].n, memory_order_seq_cst);
+    } else {
+        for (; p < end; p++)
+            any |= baton_load(&p->n, memory_order_seq_cst);
+    }
+    return any != 0;
 }
 
 /* The writer's half of the Dekker pattern: a seq_cst read-modify-write of
@@ -97,17 +106,13 @@ static inline void ri_wait_empty(const ri_t *r, const baton_wait_t *wait)
 
 /* A writer's wait at the write barrier a patient reader raised (advisory:
  * relaxed loads; starvation avoidance, not mutual exclusion): spin a
- * little, then yield. */
+ * little, then yield.  The wait is out of line (indicator.c). */
+void ri_hold_back_wait(_Atomic uint32_t *write_barrier);
+
 static inline void ri_hold_back(_Atomic uint32_t *write_barrier)
 {
-    for (unsigned tries = 0; baton_load(write_barrier, memory_order_relaxed) != 0; tries++) {
-        if (tries < 4u) {
-            for (unsigned i = 0; i < (8u << tries); i++)
-                baton_cpu_relax();
-        } else {
-            sched_yield();
-        }
-    }
+    if (BATON_UNLIKELY(baton_load(write_barrier, memory_order_relaxed) != 0))
+        ri_hold_back_wait(write_barrier);
 }
 
 /* A reader's entry, the same in every writer-preference lock built on the

@@ -40,19 +40,20 @@ typedef struct rw_lock {
     baton_wait_t pause; /* how readers and writers pause while waiting */
 } rw_lock_t;
 
-static void wait_readers(rw_lock_t *l)
+/* A writer that found readers inside after its mark (k_lock()): writers
+ * first, it waits for them to leave; readers first, it takes its mark back
+ * and waits for the indicator to empty before it marks again. */
+__attribute__((noinline)) static void wait_readers(rw_lock_t *l)
 {
-    for (;;) {
-        /* seq_cst RMW: the writer's half of the Dekker pattern (indicator.h). */
-        baton_xchg(&l->writer, 1u, memory_order_seq_cst);
-        if (!ri_query(&l->readers))
-            return; /* none inside (one scan of the indicator, the common case) */
-        if (!l->prefer_readers)
-            break;
+    while (l->prefer_readers) {
         /* Readers inside: let them, and any that come, in.  Release pairs
          * with the readers' seq_cst look (an acquire) at the word. */
         baton_store(&l->writer, 0u, memory_order_release);
         ri_wait_empty(&l->readers, &l->pause);
+        /* seq_cst RMW: the writer's half of the Dekker pattern (indicator.h). */
+        baton_xchg(&l->writer, 1u, memory_order_seq_cst);
+        if (!ri_query(&l->readers))
+            return;
     }
     ri_wait_empty(&l->readers, &l->pause);
 }
@@ -62,7 +63,10 @@ static void k_lock(void *s)
     rw_lock_t *l = s;
     ri_hold_back(&l->write_barrier);
     (void)baton_lock(l->inner);
-    wait_readers(l);
+    /* seq_cst RMW: the writer's half of the Dekker pattern (indicator.h). */
+    baton_xchg(&l->writer, 1u, memory_order_seq_cst);
+    if (BATON_UNLIKELY(ri_query(&l->readers)))
+        wait_readers(l); /* none inside is the common case: one scan */
     baton_store(&l->owner, baton_thread_token(), memory_order_relaxed); /* see k_unlock() */
 }
 
