@@ -655,9 +655,11 @@ PRELOAD_API int pthread_rwlock_unlock(pthread_rwlock_t *prw)
     void *s = fast_state(r);
     if (BATON_LIKELY(s != NULL)) {
         if (rd.n == 1 && rd.inl[0].lock == r) {
-            if (--rd.inl[0].count == 0) {
+            if (BATON_LIKELY(rd.inl[0].count == 1)) {
                 rd.n = 0;
                 pl_rwlock_class.kind->runlock(s);
+            } else {
+                rd.inl[0].count--;
             }
             return 0;
         }
