@@ -20,8 +20,19 @@
  * Per cell one line: the default's throughput, the fastest reference lock
  * and its throughput, their ratio, the default's fairness and largest
  * acquisition wait (sampled 1 in 8), CPU-seconds per million operations of
- * both, and the best --also kind.  A summary counts the cells won
- * (ratio >= 1), within 5% and lost, and names the worst.  The exit status
+ * both, and the best --also kind.
+ *
+ * A duel judges each cell.  On a machine whose speed moves in phases (a
+ * VM's), the medians of a few rounds taken minutes apart compare phases
+ * as much as locks: on the project's 2-CPU VMs one cell's ratio moved
+ * 0.33 -> 1.26 between two runs of the matrix.  So after the first pass
+ * has named the fastest reference, the default and that reference run
+ * again alone, alternated, for --confirm rounds; each round's ratio
+ * compares two runs a moment apart, in one phase, and the median of those
+ * ratios judges the cell.  Every cell has its duel (a threshold,
+ * --confirm-below, restricts them to the cells that look lost, which is
+ * faster but lets a lucky first pass stand).  A summary counts the cells
+ * won (ratio >= 1), within 5% and lost, and names the worst.  The exit status
  * is 1 when a run fails verification or crashes, never for a lost cell.
  */
 #include "bench.h"
@@ -37,6 +48,7 @@
 
 #define MX_DIM 8               /* values of one dimension */
 #define MX_RUN_OVERHEAD_S 0.05 /* fork, setup and thread start of one run: the estimate's guess */
+#define MX_CONFIRM_MIN 3       /* the time box shortens duels to this many rounds, no fewer */
 
 /* Which cells a matrix has. */
 struct mx_plan {
@@ -50,18 +62,21 @@ struct mx_plan {
     int repeat;
     double duration_s;
     double time_box_min; /* 0: none */
+    int confirm;         /* rounds of a duel (0: none) */
 };
 
 static const struct mx_plan plan_full = {
     "full", {1, 2, 4, 8, 16}, 5, {1, 10}, 2, {0, 100, 1000}, 3, {1, 64, 4096}, 3, {0, 1}, 2,   {8, 16},
-    2,      {8, 16},          2, {2, 4},  2, {2, 8},         2, {50, 80},      2, 3,      0.3, 60};
+    2,      {8, 16},          2, {2, 4},  2, {2, 8},         2, {50, 80},      2, 3,      0.3, 60,
+    7};
 
-static const struct mx_plan plan_quick = {"quick", {2, 16}, 2, {10},     1, {0, 100}, 2,   {1, 64},
-                                          2,       {0, 1},  2, {8, 16},  2, {8, 16},  2,   {2, 4},
-                                          2,       {2, 8},  2, {50, 80}, 2, 1,        0.3, 5};
+static const struct mx_plan plan_quick = {
+    "quick", {2, 16}, 2,      {10}, 1,      {0, 100}, 2,        {1, 64}, 2, {0, 1}, 2, {8, 16}, 2,
+    {8, 16}, 2,       {2, 4}, 2,    {2, 8}, 2,        {50, 80}, 2,       1, 0.3,    5, 5};
 
-static const struct mx_plan plan_smoke = {"smoke", {2}, 1, {1}, 1, {0}, 1, {1, 64}, 2, {0, 1}, 2,    {2},
-                                          1,       {2}, 1, {2}, 1, {2}, 1, {50},    1, 1,      0.05, 0};
+static const struct mx_plan plan_smoke = {"smoke", {2},  1,   {1}, 1,    {0}, 1,   {1, 64}, 2,
+                                          {0, 1},  2,    {2}, 1,   {2},  1,   {2}, 1,       {2},
+                                          1,       {50}, 1,   1,   0.05, 0,   0};
 
 #define MX_PARAMS 5
 
@@ -94,7 +109,14 @@ struct mx_out {
     double ratio;      /* default / fastest reference; INFINITY: no reference ran to the
                         * end; 0: the default did not */
     double also_ratio; /* fastest --also kind / fastest reference */
+    /* The duel (rounds 0: none): the median and quartiles of the per-round
+     * ratios default / ref; when it ran, the median judges the cell. */
+    int duel_rounds;
+    double duel_ratio, duel_q1, duel_q3;
 };
+
+/* What judges a cell: the duel's ratio where one ran, else the medians'. */
+static double mx_verdict(const struct mx_out *o) { return o->duel_rounds ? o->duel_ratio : o->ratio; }
 
 /* The candidates of one family of cells: specs[0] is the default,
  * [1, nbase) the reference set, [nbase, n) the --also kinds. */
@@ -255,6 +277,41 @@ static void mx_judge(const bench_record_t *recs, const struct mx_cands *cands, s
     o->also_ratio = also && ref && record_rate(ref) > 0 ? record_rate(also) / record_rate(ref) : -1;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The duel of cell c (see the top): the default against o's fastest
+ * reference, `rounds` alternated rounds.  Returns how many runs failed
+ * verification or crashed; fills o's duel where both ran every round. */
+static int mx_duel(const struct mx_cell *c, const bench_cfg_t *cfg, int rounds, struct mx_out *o)
+{
+    char specs[2][BENCH_SPEC_MAX];
+    snprintf(specs[0], sizeof specs[0], "%s", o->def.lock);
+    snprintf(specs[1], sizeof specs[1], "%s", o->ref.lock);
+    bench_result_t runs[2 * REPORT_MAX_RUNS];
+    bench_record_t recs[2];
+    bench_cell_run(c->wl, c->params, c->bench, specs, 2, cfg, rounds, runs, recs, c->label);
+    const int failed = bench_cell_finish(recs, 2, 0);
+    double r[REPORT_MAX_RUNS];
+    int n = 0;
+    for (int i = 0; i < rounds; i++) {
+        const bench_result_t *d = &runs[i], *f = &runs[rounds + i];
+        if (d->status != BENCH_OK || f->status != BENCH_OK || d->seconds <= 0 || f->seconds <= 0 ||
+            f->ops == 0)
+            return failed; /* no duel: the medians judge */
+        r[n++] = ((double)d->ops / d->seconds) / ((double)f->ops / f->seconds);
+    }
+    qsort(r, (size_t)n, sizeof r[0], cmp_double);
+    o->duel_rounds = n;
+    o->duel_ratio = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    o->duel_q1 = r[n / 4];
+    o->duel_q3 = r[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
+    return failed;
+}
+
 static void mx_header(void)
 {
     printf("\n%-38s %8s  %-22s %8s %6s %5s %9s %19s  %s\n", "cell", "default", "fastest reference", "Mops/s",
@@ -294,6 +351,12 @@ static void mx_line(const struct mx_cell *c, const struct mx_out *o, const bench
     if (cut[0])
         printf("    cut off at the deadline (a loss for %s): %s\n",
                recs[0].median.status == BENCH_TIMEOUT ? "each, the default too" : "each", cut);
+    if (o->duel_rounds)
+        printf("    duel, %d alternated rounds: default / %s per round %.2f (q1-q3 %.2f-%.2f): %s\n",
+               o->duel_rounds, o->ref.lock, o->duel_ratio, o->duel_q1, o->duel_q3,
+               o->duel_ratio >= 1.0    ? "won"
+               : o->duel_ratio >= 0.95 ? "within 5%"
+                                       : "lost");
 }
 
 /* --- JSON ---------------------------------------------------------------------- */
@@ -338,6 +401,11 @@ static void json_cell(FILE *f, int i, const void *ctx)
         fprintf(f, ", \"ratio\": %.4f", o->ratio);
     else
         fprintf(f, ", \"ratio\": null");
+    if (o->duel_rounds)
+        fprintf(f, ", \"duel\": {\"rounds\": %d, \"ratio\": %.4f, \"q1\": %.4f, \"q3\": %.4f}",
+                o->duel_rounds, o->duel_ratio, o->duel_q1, o->duel_q3);
+    else
+        fprintf(f, ", \"duel\": null");
     json_lock(f, "best_also", &o->also, o->has_also);
     if (o->also_ratio >= 0)
         fprintf(f, ", \"also_ratio\": %.4f", o->also_ratio);
@@ -365,8 +433,9 @@ static void usage(FILE *f)
             "  the ratio default/fastest, the default's fairness (min/max operations per thread)\n"
             "  and largest acquisition wait (sampled 1 in 8 per thread), CPU-s per Mop of both,\n"
             "  and the best --also kind with its ratio to the fastest reference.  The summary\n"
-            "  counts the cells won (ratio >= 1), within 5%% (>= 0.95) and lost.  Exit status 1\n"
-            "  when a run fails verification or crashes; a lost cell is not a failure.\n"
+            "  counts the cells won (ratio >= 1), within 5%% (>= 0.95) and lost, each by its duel\n"
+            "  (below).  Exit status 1 when a run fails verification or crashes; a lost cell is not\n"
+            "  a failure.\n"
             "  --quick              threads 2,16, S=10, L 0,100, lock count 1,64, hogs 0,1, and\n"
             "                       the pq, elide, server and rw cells; one round (at most 5 min)\n"
             "  --smoke              a tiny matrix (2 threads, S=1, L=0, lock count 1,64, hogs 0,1,\n"
@@ -376,19 +445,28 @@ static void usage(FILE *f)
             "  --duration SEC       length of one run (default 0.3; --smoke 0.05)\n"
             "  --repeat R           rounds per cell; the median counts (default 3; --quick and\n"
             "                       --smoke 1)\n"
-            "  --time-box MIN       stop in time: fewer rounds, then fewer cells, said where it\n"
-            "                       happens (default 60; --quick 5; --smoke none; 0: none)\n"
+            "  --time-box MIN       stop in time: fewer rounds, shorter duels, then fewer cells,\n"
+            "                       said where it happens (default 60; --quick 5; --smoke none;\n"
+            "                       0: none)\n"
+            "  --confirm R          each cell's duel: the default against the cell's fastest\n"
+            "                       reference only, alternated, R rounds (at most %d); the median\n"
+            "                       of the per-round ratios judges the cell (default 7; --quick 5;\n"
+            "                       --smoke 0: no duels)\n"
+            "  --confirm-below X    duels only for the cells whose ratio is below X at first\n"
+            "                       (default all: a lucky first pass would otherwise stand)\n"
             "  --pin POLICY         compact|spread|none (default compact)\n"
             "  --json FILE          one record per cell: its parameters, the default's and the\n"
             "                       fastest reference's figures, the ratio\n"
             "  --inject-fault       thread 0 skips the lock (verification must fail)\n",
-            BENCH_DEFAULT_RW_SPEC, SRV_INTERVAL_CYCLES_MIN);
+            BENCH_DEFAULT_RW_SPEC, SRV_INTERVAL_CYCLES_MIN, REPORT_MAX_RUNS);
 }
 
 struct mx_opts {
     const char *also;
     const struct mx_plan *plan;
     double time_box_min; /* < 0: the plan's */
+    int confirm;         /* < 0: the plan's */
+    double confirm_below;
 };
 
 static int mx_option(int c, const char *arg, void *ctx)
@@ -399,6 +477,8 @@ static int mx_option(int c, const char *arg, void *ctx)
     case 'q': mo->plan = &plan_quick; return 0;
     case 's': mo->plan = &plan_smoke; return 0;
     case 'T': mo->time_box_min = atof(arg); return !(mo->time_box_min >= 0 && mo->time_box_min <= 10000);
+    case 'c': mo->confirm = atoi(arg); return !(mo->confirm >= 0 && mo->confirm <= REPORT_MAX_RUNS);
+    case 'b': mo->confirm_below = strcmp(arg, "all") ? atof(arg) : INFINITY; return !(mo->confirm_below > 0);
     default: return 1;
     }
 }
@@ -421,11 +501,17 @@ static int cell_runs(const struct mx_cell *c, const struct mx_cands *mu, const s
 int cmd_bench_matrix(int argc, char **argv)
 {
     bench_opts_t o = {.pin = "compact"}; /* duration, repeat 0: the plan's */
-    struct mx_opts mo = {.also = "ttas,mcs:spinpark", .plan = &plan_full, .time_box_min = -1};
+    struct mx_opts mo = {.also = "ttas,mcs:spinpark",
+                         .plan = &plan_full,
+                         .time_box_min = -1,
+                         .confirm = -1,
+                         .confirm_below = INFINITY};
     static const cli_opt_t opts[] = {{"also", CLI_VALUE, 0, 'a'},
                                      {"quick", CLI_FLAG, 0, 'q'},
                                      {"smoke", CLI_FLAG, 0, 's'},
                                      {"time-box", CLI_VALUE, 0, 'T'},
+                                     {"confirm", CLI_VALUE, 0, 'c'},
+                                     {"confirm-below", CLI_VALUE, 0, 'b'},
                                      BENCH_OPT_DURATION,
                                      BENCH_OPT_REPEAT,
                                      BENCH_OPT_PIN,
@@ -439,6 +525,7 @@ int cmd_bench_matrix(int argc, char **argv)
     const double duration = o.duration > 0 ? o.duration : pl->duration_s;
     int repeat = o.repeat > 0 ? o.repeat : pl->repeat;
     const double box_min = mo.time_box_min >= 0 ? mo.time_box_min : pl->time_box_min;
+    int confirm = mo.confirm >= 0 ? mo.confirm : pl->confirm;
 
     struct mx_cands mu, rw;
     if (mx_candidates("default,peers,pthread", mo.also, &mu) != 0)
@@ -496,7 +583,7 @@ int cmd_bench_matrix(int argc, char **argv)
 
     long planned = 0;
     for (int i = 0; i < ncells; i++)
-        planned += (long)cell_runs(&cells[i], &mu, &rw) * repeat;
+        planned += (long)cell_runs(&cells[i], &mu, &rw) * repeat + 2L * confirm; /* a duel at most */
     struct mx_clock clk = {.t0 = bench_now(), .box_s = box_min * 60, .guess_s = duration + MX_RUN_OVERHEAD_S};
     printf("  %d cells, %ld runs of %.2f s; estimate about %.1f min (more where a lock collapses:\n"
            "  it is cut off at %.1f s, once per cell)%s",
@@ -517,14 +604,24 @@ int cmd_bench_matrix(int argc, char **argv)
             long left = 0;
             for (int j = i; j < ncells; j++)
                 left += cell_runs(&cells[j], &mu, &rw);
+            const long duel_runs = 2L * (ncells - i); /* times the rounds of a duel */
             const double elapsed = bench_now() - clk.t0;
-            if (repeat > 1 && elapsed + (double)(left * repeat) * mx_run_s(&clk) > clk.box_s) {
+            if (repeat > 1 &&
+                elapsed + (double)(left * repeat + duel_runs * confirm) * mx_run_s(&clk) > clk.box_s) {
                 printf("  time box: from here on 1 round per cell instead of %d (%.1f min projected)\n",
-                       repeat, (elapsed + (double)(left * repeat) * mx_run_s(&clk)) / 60);
+                       repeat,
+                       (elapsed + (double)(left * repeat + duel_runs * confirm) * mx_run_s(&clk)) / 60);
                 repeat = 1;
                 shortened = true;
             }
-            if (elapsed + (double)(cands->n * repeat) * mx_run_s(&clk) > clk.box_s) {
+            if (confirm > MX_CONFIRM_MIN &&
+                elapsed + (double)(left * repeat + duel_runs * confirm) * mx_run_s(&clk) > clk.box_s) {
+                printf("  time box: from here on duels of %d rounds instead of %d\n", MX_CONFIRM_MIN,
+                       confirm);
+                confirm = MX_CONFIRM_MIN;
+                shortened = true;
+            }
+            if (elapsed + (double)(cands->n * repeat + 2 * confirm) * mx_run_s(&clk) > clk.box_s) {
                 printf("  time box: %d of %d cells not run, from '%s' on\n", ncells - i, ncells, c->label);
                 shortened = true;
                 break;
@@ -540,23 +637,36 @@ int cmd_bench_matrix(int argc, char **argv)
         clk.runs += (long)cands->n * repeat;
         failed += bench_cell_finish(recs, cands->n, 0);
         mx_judge(recs, cands, &outs[i]);
+        if (confirm > 0 && outs[i].has_ref && isfinite(outs[i].ratio) && outs[i].ratio > 0 &&
+            outs[i].ratio < mo.confirm_below) {
+            const double td = bench_now();
+            failed += mx_duel(c, &cfg, confirm, &outs[i]);
+            clk.run_s += bench_now() - td;
+            clk.runs += 2L * confirm;
+        }
         mx_line(c, &outs[i], recs, cands);
         fflush(stdout);
         done[ndone++] = i;
     }
 
     /* The summary. */
-    int won = 0, near = 0, lost = 0;
+    int won = 0, near = 0, lost = 0, duels = 0, dmin = 0, dmax = 0;
     int worst = -1;
     for (int d = 0; d < ndone; d++) {
         const struct mx_out *out = &outs[done[d]];
-        if (out->ratio >= 1.0)
+        const double v = mx_verdict(out);
+        if (v >= 1.0)
             won++;
-        else if (out->ratio >= 0.95)
+        else if (v >= 0.95)
             near++;
         else
             lost++;
-        if (worst < 0 || out->ratio < outs[worst].ratio)
+        if (out->duel_rounds) {
+            dmin = duels == 0 || out->duel_rounds < dmin ? out->duel_rounds : dmin;
+            dmax = out->duel_rounds > dmax ? out->duel_rounds : dmax;
+            duels++;
+        }
+        if (worst < 0 || v < mx_verdict(&outs[worst]))
             worst = done[d];
     }
     const double wall = bench_now() - clk.t0;
@@ -564,11 +674,24 @@ int cmd_bench_matrix(int argc, char **argv)
            "%d lost (< 0.95)\n",
            ndone, ndone == 1 ? "" : "s", ndone < ncells ? " (time box: not all)" : "", wall / 60, won, near,
            lost);
+    if (duels) {
+        char rounds[32], which[64] = "every cell";
+        snprintf(rounds, sizeof rounds, dmin == dmax ? "%d" : "%d-%d", dmin, dmax);
+        if (isfinite(mo.confirm_below))
+            snprintf(which, sizeof which, "the cells below %.2f at first", mo.confirm_below);
+        printf("  %d cell%s judged by a duel of %s alternated rounds (%s)\n", duels, duels == 1 ? "" : "s",
+               rounds, which);
+    }
     if (worst >= 0) {
         const struct mx_out *w = &outs[worst];
         if (w->def.median.status != BENCH_OK)
             printf("worst: %s: the default did not run to the end (%s)\n", cells[worst].label,
                    report_status(&w->def));
+        else if (w->has_ref && w->duel_rounds)
+            printf("worst: %s, ratio %.2f in a duel of %d rounds against %s (medians: default %.2f Mops/s, "
+                   "%s %.2f Mops/s)\n",
+                   cells[worst].label, w->duel_ratio, w->duel_rounds, w->ref.lock, record_rate(&w->def) / 1e6,
+                   w->ref.lock, record_rate(&w->ref) / 1e6);
         else if (w->has_ref)
             printf("worst: %s, ratio %.2f: default %.2f Mops/s, %s %.2f Mops/s\n", cells[worst].label,
                    w->ratio, record_rate(&w->def) / 1e6, w->ref.lock, record_rate(&w->ref) / 1e6);
@@ -576,13 +699,17 @@ int cmd_bench_matrix(int argc, char **argv)
             printf("worst: %s: no reference lock ran to the end\n", cells[worst].label);
     }
 
-    char extra[512];
+    char below[32] = "null"; /* null: every cell */
+    if (isfinite(mo.confirm_below))
+        snprintf(below, sizeof below, "%.4f", mo.confirm_below);
+    char extra[768];
     snprintf(extra, sizeof extra,
              "\"plan\": \"%s\", \"duration_s\": %.3f, \"repeat\": %d, \"pin\": \"%s\", "
              "\"local_unit_ns\": %.4f, \"wait_sampling\": %d, \"cells\": %d, \"cells_run\": %d, "
-             "\"time_boxed\": %s, \"wall_s\": %.1f, \"won\": %d, \"within_5pct\": %d, \"lost\": %d",
+             "\"time_boxed\": %s, \"wall_s\": %.1f, \"won\": %d, \"within_5pct\": %d, \"lost\": %d, "
+             "\"confirm\": %d, \"confirm_below\": %s, \"duels\": %d",
              pl->name, duration, repeat, o.pin, b.unit_ns, BENCH_WAIT_EVERY, ncells, ndone,
-             shortened ? "true" : "false", wall, won, near, lost);
+             shortened ? "true" : "false", wall, won, near, lost, confirm, below, duels);
     const struct mx_json j = {cells, outs, done};
     rc = bench_cmd_finish_json(&b, o.json, extra, ndone, json_cell, &j, failed);
     free(cells);
