@@ -61,7 +61,9 @@ def plot(data, records, source, drawn):
     for i, lab in enumerate(labels):
         for r in rows[lab][1]:
             j = threads.index(r["threads"])
-            v = r.get("ratio")
+            # A duel's ratio judges its cell where one ran (bench/matrix.c).
+            duel = r.get("duel") or {}
+            v = duel.get("ratio", r.get("ratio"))
             cells += 1
             if v is None:
                 # No reference ran to the end: the default wins outright.
@@ -128,7 +130,8 @@ def plot(data, records, source, drawn):
     won, near, lost = data.get("won"), data.get("within_5pct"), data.get("lost")
     summary = ""
     if won is not None:
-        summary = f"\n{won} cells won, {near} within 5%, {lost} lost (bold: ratio < 0.95)"
+        duels = f", {data['duels']} by a duel" if data.get("duels") else ""
+        summary = f"\n{won} cells won, {near} within 5%, {lost} lost{duels} (bold: ratio < 0.95)"
     title = f"matrix: does the default lock ever lose? (plan {data.get('plan', '?')}){summary}"
     m = data.get("machine") or {}
     sub = ", ".join(
