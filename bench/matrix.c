@@ -26,10 +26,10 @@
  * VM's), the medians of a few rounds taken minutes apart compare phases
  * as much as locks: on the project's 2-CPU VMs one cell's ratio moved
  * 0.33 -> 1.26 between two runs of the matrix.  So after the first pass
- * has named the fastest reference, the default and that reference run
+ * has named the fastest references, the default and the two fastest run
  * again alone, alternated, for --confirm rounds; each round's ratio
- * compares two runs a moment apart, in one phase, and the median of those
- * ratios judges the cell.  Every cell has its duel (a threshold,
+ * compares runs a moment apart, in one phase, and the lower of the two
+ * medians of those ratios judges the cell.  Every cell has its duel (a threshold,
  * --confirm-below, restricts them to the cells that look lost, which is
  * faster but lets a lucky first pass stand).  A summary counts the cells
  * won (ratio >= 1), within 5% and lost, and names the worst.  The exit status
@@ -49,6 +49,7 @@
 #define MX_DIM 8               /* values of one dimension */
 #define MX_RUN_OVERHEAD_S 0.05 /* fork, setup and thread start of one run: the estimate's guess */
 #define MX_CONFIRM_MIN 3       /* the time box shortens duels to this many rounds, no fewer */
+#define MX_DUEL_REFS 2         /* a duel's references: the fastest of the first pass */
 
 /* Which cells a matrix has. */
 struct mx_plan {
@@ -113,6 +114,8 @@ struct mx_out {
      * ratios default / ref; when it ran, the median judges the cell. */
     int duel_rounds;
     double duel_ratio, duel_q1, duel_q3;
+    char duel_ref[BENCH_SPEC_MAX]; /* the reference that judged it */
+    int duel_nrefs;                /* how many references the duel had */
 };
 
 /* What judges a cell: the duel's ratio where one ran, else the medians'. */
@@ -283,32 +286,70 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The duel of cell c (see the top): the default against o's fastest
- * reference, `rounds` alternated rounds.  Returns how many runs failed
- * verification or crashed; fills o's duel where both ran every round. */
-static int mx_duel(const struct mx_cell *c, const bench_cfg_t *cfg, int rounds, struct mx_out *o)
+/* The median, q1 and q3 of r[0..n) (sorted in place). */
+static void quartiles(double *r, int n, double *med, double *q1, double *q3)
 {
-    char specs[2][BENCH_SPEC_MAX];
-    snprintf(specs[0], sizeof specs[0], "%s", o->def.lock);
-    snprintf(specs[1], sizeof specs[1], "%s", o->ref.lock);
-    bench_result_t runs[2 * REPORT_MAX_RUNS];
-    bench_record_t recs[2];
-    bench_cell_run(c->wl, c->params, c->bench, specs, 2, cfg, rounds, runs, recs, c->label);
-    const int failed = bench_cell_finish(recs, 2, 0);
-    double r[REPORT_MAX_RUNS];
-    int n = 0;
-    for (int i = 0; i < rounds; i++) {
-        const bench_result_t *d = &runs[i], *f = &runs[rounds + i];
-        if (d->status != BENCH_OK || f->status != BENCH_OK || d->seconds <= 0 || f->seconds <= 0 ||
-            f->ops == 0)
-            return failed; /* no duel: the medians judge */
-        r[n++] = ((double)d->ops / d->seconds) / ((double)f->ops / f->seconds);
-    }
     qsort(r, (size_t)n, sizeof r[0], cmp_double);
-    o->duel_rounds = n;
-    o->duel_ratio = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
-    o->duel_q1 = r[n / 4];
-    o->duel_q3 = r[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
+    *med = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    *q1 = r[n / 4];
+    *q3 = r[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
+}
+
+/* The duel of cell c (see the top): the default against the first pass's
+ * MX_DUEL_REFS fastest references (recs, cands), all alternated, `rounds`
+ * rounds; the reference against which the default's median per-round
+ * ratio is lowest judges the cell (the first pass's order among close
+ * references is itself a draw).  Returns how many runs failed
+ * verification or crashed; fills o's duel where every run of the default
+ * and of at least one reference went to the end. */
+static int mx_duel(const struct mx_cell *c, const bench_cfg_t *cfg, int rounds, const bench_record_t *recs,
+                   const struct mx_cands *cands, struct mx_out *o)
+{
+    char specs[1 + MX_DUEL_REFS][BENCH_SPEC_MAX];
+    bool used[BENCH_MAX_LOCKS] = {false};
+    int n = 1;
+    snprintf(specs[0], sizeof specs[0], "%s", o->def.lock);
+    while (n < 1 + MX_DUEL_REFS) {
+        int best = -1;
+        for (int k = 1; k < cands->nbase && k < BENCH_MAX_LOCKS; k++)
+            if (!used[k] && recs[k].median.status == BENCH_OK &&
+                (best < 0 || record_rate(&recs[k]) > record_rate(&recs[best])))
+                best = k;
+        if (best < 0)
+            break;
+        used[best] = true;
+        snprintf(specs[n++], sizeof specs[0], "%s", recs[best].lock);
+    }
+    if (n < 2)
+        return 0;
+    bench_result_t runs[(1 + MX_DUEL_REFS) * REPORT_MAX_RUNS];
+    bench_record_t drecs[1 + MX_DUEL_REFS];
+    bench_cell_run(c->wl, c->params, c->bench, specs, n, cfg, rounds, runs, drecs, c->label);
+    const int failed = bench_cell_finish(drecs, n, 0);
+    for (int i = 0; i < rounds; i++)
+        if (runs[i].status != BENCH_OK || runs[i].seconds <= 0)
+            return failed; /* no duel: the medians judge */
+    for (int k = 1; k < n; k++) {
+        double r[REPORT_MAX_RUNS], med, q1, q3;
+        int m = 0;
+        for (int i = 0; i < rounds; i++) {
+            const bench_result_t *d = &runs[i], *f = &runs[k * rounds + i];
+            if (f->status != BENCH_OK || f->seconds <= 0 || f->ops == 0)
+                break;
+            r[m++] = ((double)d->ops / d->seconds) / ((double)f->ops / f->seconds);
+        }
+        if (m < rounds)
+            continue; /* this reference did not go to the end: it judges nothing */
+        quartiles(r, m, &med, &q1, &q3);
+        if (o->duel_rounds == 0 || med < o->duel_ratio) {
+            o->duel_rounds = m;
+            o->duel_ratio = med;
+            o->duel_q1 = q1;
+            o->duel_q3 = q3;
+            snprintf(o->duel_ref, sizeof o->duel_ref, "%s", specs[k]);
+        }
+    }
+    o->duel_nrefs = n - 1;
     return failed;
 }
 
@@ -352,8 +393,10 @@ static void mx_line(const struct mx_cell *c, const struct mx_out *o, const bench
         printf("    cut off at the deadline (a loss for %s): %s\n",
                recs[0].median.status == BENCH_TIMEOUT ? "each, the default too" : "each", cut);
     if (o->duel_rounds)
-        printf("    duel, %d alternated rounds: default / %s per round %.2f (q1-q3 %.2f-%.2f): %s\n",
-               o->duel_rounds, o->ref.lock, o->duel_ratio, o->duel_q1, o->duel_q3,
+        printf("    duel, %d alternated rounds, %d reference%s: default / %s per round %.2f (q1-q3 "
+               "%.2f-%.2f): %s\n",
+               o->duel_rounds, o->duel_nrefs, o->duel_nrefs == 1 ? "" : "s", o->duel_ref, o->duel_ratio,
+               o->duel_q1, o->duel_q3,
                o->duel_ratio >= 1.0    ? "won"
                : o->duel_ratio >= 0.95 ? "within 5%"
                                        : "lost");
@@ -401,10 +444,12 @@ static void json_cell(FILE *f, int i, const void *ctx)
         fprintf(f, ", \"ratio\": %.4f", o->ratio);
     else
         fprintf(f, ", \"ratio\": null");
-    if (o->duel_rounds)
-        fprintf(f, ", \"duel\": {\"rounds\": %d, \"ratio\": %.4f, \"q1\": %.4f, \"q3\": %.4f}",
-                o->duel_rounds, o->duel_ratio, o->duel_q1, o->duel_q3);
-    else
+    if (o->duel_rounds) {
+        fprintf(f, ", \"duel\": {\"rounds\": %d, \"references\": %d, \"reference\": ", o->duel_rounds,
+                o->duel_nrefs);
+        report_json_string(f, o->duel_ref);
+        fprintf(f, ", \"ratio\": %.4f, \"q1\": %.4f, \"q3\": %.4f}", o->duel_ratio, o->duel_q1, o->duel_q3);
+    } else
         fprintf(f, ", \"duel\": null");
     json_lock(f, "best_also", &o->also, o->has_also);
     if (o->also_ratio >= 0)
@@ -448,10 +493,10 @@ static void usage(FILE *f)
             "  --time-box MIN       stop in time: fewer rounds, shorter duels, then fewer cells,\n"
             "                       said where it happens (default 60; --quick 5; --smoke none;\n"
             "                       0: none)\n"
-            "  --confirm R          each cell's duel: the default against the cell's fastest\n"
-            "                       reference only, alternated, R rounds (at most %d); the median\n"
-            "                       of the per-round ratios judges the cell (default 7; --quick 5;\n"
-            "                       --smoke 0: no duels)\n"
+            "  --confirm R          each cell's duel: the default against the cell's two fastest\n"
+            "                       references only, alternated, R rounds (at most %d); the lower\n"
+            "                       median of the per-round ratios judges the cell (default 7;\n"
+            "                       --quick 5; --smoke 0: no duels)\n"
             "  --confirm-below X    duels only for the cells whose ratio is below X at first\n"
             "                       (default all: a lucky first pass would otherwise stand)\n"
             "  --pin POLICY         compact|spread|none (default compact)\n"
@@ -583,7 +628,7 @@ int cmd_bench_matrix(int argc, char **argv)
 
     long planned = 0;
     for (int i = 0; i < ncells; i++)
-        planned += (long)cell_runs(&cells[i], &mu, &rw) * repeat + 2L * confirm; /* a duel at most */
+        planned += (long)cell_runs(&cells[i], &mu, &rw) * repeat + (1L + MX_DUEL_REFS) * confirm; /* a duel */
     struct mx_clock clk = {.t0 = bench_now(), .box_s = box_min * 60, .guess_s = duration + MX_RUN_OVERHEAD_S};
     printf("  %d cells, %ld runs of %.2f s; estimate about %.1f min (more where a lock collapses:\n"
            "  it is cut off at %.1f s, once per cell)%s",
@@ -604,7 +649,7 @@ int cmd_bench_matrix(int argc, char **argv)
             long left = 0;
             for (int j = i; j < ncells; j++)
                 left += cell_runs(&cells[j], &mu, &rw);
-            const long duel_runs = 2L * (ncells - i); /* times the rounds of a duel */
+            const long duel_runs = (1L + MX_DUEL_REFS) * (ncells - i); /* times the rounds of a duel */
             const double elapsed = bench_now() - clk.t0;
             if (repeat > 1 &&
                 elapsed + (double)(left * repeat + duel_runs * confirm) * mx_run_s(&clk) > clk.box_s) {
@@ -621,7 +666,8 @@ int cmd_bench_matrix(int argc, char **argv)
                 confirm = MX_CONFIRM_MIN;
                 shortened = true;
             }
-            if (elapsed + (double)(cands->n * repeat + 2 * confirm) * mx_run_s(&clk) > clk.box_s) {
+            if (elapsed + (double)(cands->n * repeat + (1 + MX_DUEL_REFS) * confirm) * mx_run_s(&clk) >
+                clk.box_s) {
                 printf("  time box: %d of %d cells not run, from '%s' on\n", ncells - i, ncells, c->label);
                 shortened = true;
                 break;
@@ -640,9 +686,9 @@ int cmd_bench_matrix(int argc, char **argv)
         if (confirm > 0 && outs[i].has_ref && isfinite(outs[i].ratio) && outs[i].ratio > 0 &&
             outs[i].ratio < mo.confirm_below) {
             const double td = bench_now();
-            failed += mx_duel(c, &cfg, confirm, &outs[i]);
+            failed += mx_duel(c, &cfg, confirm, recs, cands, &outs[i]);
             clk.run_s += bench_now() - td;
-            clk.runs += 2L * confirm;
+            clk.runs += (1L + MX_DUEL_REFS) * confirm;
         }
         mx_line(c, &outs[i], recs, cands);
         fflush(stdout);
@@ -688,10 +734,11 @@ int cmd_bench_matrix(int argc, char **argv)
             printf("worst: %s: the default did not run to the end (%s)\n", cells[worst].label,
                    report_status(&w->def));
         else if (w->has_ref && w->duel_rounds)
-            printf("worst: %s, ratio %.2f in a duel of %d rounds against %s (medians: default %.2f Mops/s, "
-                   "%s %.2f Mops/s)\n",
-                   cells[worst].label, w->duel_ratio, w->duel_rounds, w->ref.lock, record_rate(&w->def) / 1e6,
-                   w->ref.lock, record_rate(&w->ref) / 1e6);
+            printf(
+                "worst: %s, ratio %.2f in a duel of %d rounds against %s (first pass: default %.2f Mops/s, "
+                "%s %.2f Mops/s)\n",
+                cells[worst].label, w->duel_ratio, w->duel_rounds, w->duel_ref, record_rate(&w->def) / 1e6,
+                w->ref.lock, record_rate(&w->ref) / 1e6);
         else if (w->has_ref)
             printf("worst: %s, ratio %.2f: default %.2f Mops/s, %s %.2f Mops/s\n", cells[worst].label,
                    w->ratio, record_rate(&w->def) / 1e6, w->ref.lock, record_rate(&w->ref) / 1e6);

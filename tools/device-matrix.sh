@@ -141,8 +141,9 @@ else
     T_OMP=$P
     N_BAR="$(seq -s ' ' 2 "$P") $((2 * P))"
     OMP_ITERS=100000 WAKE_ARGS=()
-    # --quick with its duels: 28 cells, 5 alternated rounds each beside the first pass
-    MATRIX_ARGS=(--quick) MATRIX_EST=240 MATRIX_MIN=60 BOX_MARGIN_MS=30000
+    # --quick with its duels: 28 cells, each a first pass (one round of 14
+    # locks) and a duel (5 rounds of 3 locks), 0.3 s runs
+    MATRIX_ARGS=(--quick) MATRIX_EST=290 MATRIX_MIN=60 BOX_MARGIN_MS=30000
     KILL_FACTOR=2 KILL_SLACK_MS=10000
 fi
 RCL_LOCKS="rcl,qd,mcs:spinpark,default,pthread,peer:absl,peer:ck_mcs,peer:tbb_spin"
