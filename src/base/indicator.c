@@ -32,14 +32,8 @@ void ri_rlock_first(const ri_t *r, _Atomic uint32_t *writer_word, _Atomic uint32
 void ri_hold_back_wait(_Atomic uint32_t *write_barrier)
 {
     /* Relaxed: advisory (indicator.h). */
-    for (unsigned tries = 0; baton_load(write_barrier, memory_order_relaxed) != 0; tries++) {
-        if (tries < 4u) {
-            for (unsigned i = 0; i < (8u << tries); i++)
-                baton_cpu_relax();
-        } else {
-            sched_yield();
-        }
-    }
+    for (unsigned tries = 0; baton_load(write_barrier, memory_order_relaxed) != 0; tries++)
+        ri_hold_back_pause(tries);
 }
 
 /* The number of counters ri_init makes for `slots`. */

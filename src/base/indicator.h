@@ -104,6 +104,18 @@ static inline void ri_wait_empty(const ri_t *r, const baton_wait_t *wait)
             sched_yield();
 }
 
+/* One pause of a writer held back by the write barrier, the tries-th:
+ * spin a little, longer each time, then yield. */
+static inline void ri_hold_back_pause(unsigned tries)
+{
+    if (tries < 4u) {
+        for (unsigned i = 0; i < (8u << tries); i++)
+            baton_cpu_relax();
+    } else {
+        sched_yield();
+    }
+}
+
 /* A writer's wait at the write barrier a patient reader raised (advisory:
  * relaxed loads; starvation avoidance, not mutual exclusion): spin a
  * little, then yield.  The wait is out of line (indicator.c). */
@@ -137,13 +149,11 @@ static inline void ri_rlock(const ri_t *r, _Atomic uint32_t *writer_word, _Atomi
 {
     /* A thread's first read goes out of line whole, so that no call here
      * returns to us: the entry needs no frame. */
-    const uint32_t i = baton_ri_self;
-    if (BATON_UNLIKELY(i == 0)) {
+    if (BATON_UNLIKELY(baton_ri_self == 0)) {
         ri_rlock_first(r, writer_word, write_barrier, patience_limit, wait);
         return;
     }
-    /* seq_cst: as in ri_arrive(). */
-    baton_fetch_add(&r->slot[i & r->mask].n, 1u, memory_order_seq_cst);
+    ri_arrive(r);
     /* seq_cst: the reader's half of the Dekker pattern (above). */
     if (BATON_LIKELY(baton_load(writer_word, memory_order_seq_cst) == 0))
         return;
@@ -172,12 +182,7 @@ static inline bool ri_hold_back_until(_Atomic uint32_t *write_barrier, const bat
     for (unsigned tries = 0; baton_load(write_barrier, memory_order_relaxed) != 0; tries++) {
         if (baton_deadline_left(d) == 0)
             return false;
-        if (tries < 4u) {
-            for (unsigned i = 0; i < (8u << tries); i++)
-                baton_cpu_relax();
-        } else {
-            sched_yield();
-        }
+        ri_hold_back_pause(tries);
     }
     return true;
 }
