@@ -193,6 +193,16 @@ static inline void rd_add(const pl_rwlock_t *r)
     e->count = 1;
 }
 
+/* One more read lock of e's rwlock, held already: false when the count
+ * would overflow (the lock call's EAGAIN). */
+static inline bool rd_count(rd_entry_t *e)
+{
+    if (e->count == UINT32_MAX)
+        return false;
+    e->count++;
+    return true;
+}
+
 /* The last entry moves into e's place; when e is the last, nothing moves
  * (a copy onto itself would load 16 bytes just written by two narrower
  * stores, which the CPU cannot forward from its store buffer). */
@@ -351,9 +361,8 @@ __attribute__((always_inline)) static inline int rd_lock(pthread_rwlock_t *prw, 
     if (BATON_UNLIKELY(rd.n != 0)) {
         rd_entry_t *e = rd_find(r);
         if (e != NULL) { /* held already: count (see the top of this file) */
-            if (e->count == UINT32_MAX)
+            if (!rd_count(e))
                 return EAGAIN;
-            e->count++;
             if (BATON_UNLIKELY(pl_profiling))
                 pl_prof_acquired(prof_of(r, caller), 0, false, true);
             return 0;
@@ -495,18 +504,12 @@ __attribute__((noinline)) static int rdlock_slow(pthread_rwlock_t *prw, const vo
  * four of its read locks inside another (200 000 at a Node.js start-up). */
 __attribute__((noinline)) static int rdlock_nested(pl_rwlock_t *r, void *s)
 {
-    const uint32_t n = rd.n;
-    for (uint32_t i = 0; i < n; i++)
-        if (rd.inl[i].lock == r) { /* held already: count (see the top of this file) */
-            if (rd.inl[i].count == UINT32_MAX)
-                return EAGAIN;
-            rd.inl[i].count++;
-            return 0;
-        }
+    rd_entry_t *e = rd_find(r);
+    if (e != NULL) /* held already: count (see the top of this file) */
+        return rd_count(e) ? 0 : EAGAIN;
     if (BATON_UNLIKELY(write_held_by_me(r)))
         return EDEADLK;
-    rd.inl[n] = (rd_entry_t){.lock = r, .count = 1};
-    rd.n = n + 1;
+    rd_add(r); /* room: fewer than RD_INLINE are held */
     pl_rwlock_class.kind->rlock(s);
     return 0;
 }
