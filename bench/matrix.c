@@ -121,6 +121,11 @@ struct mx_out {
 /* What judges a cell: the duel's ratio where one ran, else the medians'. */
 static double mx_verdict(const struct mx_out *o) { return o->duel_rounds ? o->duel_ratio : o->ratio; }
 
+/* A ratio's class, as the summary counts it. */
+enum { MX_WON, MX_NEAR, MX_LOST };
+static const char *const mx_class_name[] = {"won", "within 5%", "lost"};
+static int mx_class(double ratio) { return ratio >= 1.0 ? MX_WON : ratio >= 0.95 ? MX_NEAR : MX_LOST; }
+
 /* The candidates of one family of cells: specs[0] is the default,
  * [1, nbase) the reference set, [nbase, n) the --also kinds. */
 struct mx_cands {
@@ -396,10 +401,7 @@ static void mx_line(const struct mx_cell *c, const struct mx_out *o, const bench
         printf("    duel, %d alternated rounds, %d reference%s: default / %s per round %.2f (q1-q3 "
                "%.2f-%.2f): %s\n",
                o->duel_rounds, o->duel_nrefs, o->duel_nrefs == 1 ? "" : "s", o->duel_ref, o->duel_ratio,
-               o->duel_q1, o->duel_q3,
-               o->duel_ratio >= 1.0    ? "won"
-               : o->duel_ratio >= 0.95 ? "within 5%"
-                                       : "lost");
+               o->duel_q1, o->duel_q3, mx_class_name[mx_class(o->duel_ratio)]);
 }
 
 /* --- JSON ---------------------------------------------------------------------- */
@@ -538,6 +540,13 @@ struct mx_clock {
 
 static double mx_run_s(const struct mx_clock *k) { return k->runs ? k->run_s / (double)k->runs : k->guess_s; }
 
+/* The seconds the box would hold at the end: elapsed, and `runs` more at
+ * the rate so far. */
+static double mx_projected(const struct mx_clock *k, double elapsed, long runs)
+{
+    return elapsed + (double)runs * mx_run_s(k);
+}
+
 static int cell_runs(const struct mx_cell *c, const struct mx_cands *mu, const struct mx_cands *rw)
 {
     return c->rw ? rw->n : mu->n;
@@ -651,22 +660,20 @@ int cmd_bench_matrix(int argc, char **argv)
                 left += cell_runs(&cells[j], &mu, &rw);
             const long duel_runs = (1L + MX_DUEL_REFS) * (ncells - i); /* times the rounds of a duel */
             const double elapsed = bench_now() - clk.t0;
-            if (repeat > 1 &&
-                elapsed + (double)(left * repeat + duel_runs * confirm) * mx_run_s(&clk) > clk.box_s) {
+            if (repeat > 1 && mx_projected(&clk, elapsed, left * repeat + duel_runs * confirm) > clk.box_s) {
                 printf("  time box: from here on 1 round per cell instead of %d (%.1f min projected)\n",
-                       repeat,
-                       (elapsed + (double)(left * repeat + duel_runs * confirm) * mx_run_s(&clk)) / 60);
+                       repeat, mx_projected(&clk, elapsed, left * repeat + duel_runs * confirm) / 60);
                 repeat = 1;
                 shortened = true;
             }
             if (confirm > MX_CONFIRM_MIN &&
-                elapsed + (double)(left * repeat + duel_runs * confirm) * mx_run_s(&clk) > clk.box_s) {
+                mx_projected(&clk, elapsed, left * repeat + duel_runs * confirm) > clk.box_s) {
                 printf("  time box: from here on duels of %d rounds instead of %d\n", MX_CONFIRM_MIN,
                        confirm);
                 confirm = MX_CONFIRM_MIN;
                 shortened = true;
             }
-            if (elapsed + (double)(cands->n * repeat + (1 + MX_DUEL_REFS) * confirm) * mx_run_s(&clk) >
+            if (mx_projected(&clk, elapsed, (long)cands->n * repeat + (1L + MX_DUEL_REFS) * confirm) >
                 clk.box_s) {
                 printf("  time box: %d of %d cells not run, from '%s' on\n", ncells - i, ncells, c->label);
                 shortened = true;
@@ -701,12 +708,10 @@ int cmd_bench_matrix(int argc, char **argv)
     for (int d = 0; d < ndone; d++) {
         const struct mx_out *out = &outs[done[d]];
         const double v = mx_verdict(out);
-        if (v >= 1.0)
-            won++;
-        else if (v >= 0.95)
-            near++;
-        else
-            lost++;
+        const int cls = mx_class(v);
+        won += cls == MX_WON;
+        near += cls == MX_NEAR;
+        lost += cls == MX_LOST;
         if (out->duel_rounds) {
             dmin = duels == 0 || out->duel_rounds < dmin ? out->duel_rounds : dmin;
             dmax = out->duel_rounds > dmax ? out->duel_rounds : dmax;
